@@ -1,0 +1,17 @@
+#pragma once
+// Launch helpers: stream conversion and the check after every kernel launch.
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.h"
+#include "ignis/stream.h"
+
+namespace ignis::cuda {
+
+inline cudaStream_t to_cuda(Stream stream) { return static_cast<cudaStream_t>(stream.handle); }
+
+// Reports a launch failure (bad configuration, too much shared memory) at the launch site.
+#define IGNIS_CHECK_LAUNCH() IGNIS_CUDA_CHECK(cudaGetLastError())
+
+inline unsigned ceil_div(long long a, long long b) { return static_cast<unsigned>((a + b - 1) / b); }
+
+}  // namespace ignis::cuda

@@ -1,0 +1,92 @@
+// Tensor views, owning tensors, strides, contiguity, devices and argument-check messages.
+#include <gtest/gtest.h>
+
+#include "ignis/device.h"
+#include "ignis/tensor.h"
+
+namespace ignis {
+namespace {
+
+TEST(Tensor, EmptyIsContiguousRowMajor) {
+  Tensor t = Tensor::empty({2, 3, 4}, DType::bf16);
+  EXPECT_EQ(t.strides(), (Shape{12, 4, 1}));
+  EXPECT_EQ(t.numel(), 24);
+  EXPECT_EQ(t.nbytes(), 48u);
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(t.size(-1), 4);
+  EXPECT_EQ(t.stride(0), 12);
+  EXPECT_TRUE(t.device().is_cpu());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data()) % 64, 0u);
+}
+
+TEST(Tensor, StridedViewsAreNotContiguous) {
+  float buffer[16] = {};
+  Tensor every_other = Tensor::view(buffer, DType::f32, Device::cpu(), {4, 2}, {4, 2});
+  EXPECT_FALSE(every_other.is_contiguous());
+  EXPECT_FALSE(every_other.rows_contiguous());
+  Tensor padded_rows = Tensor::view(buffer, DType::f32, Device::cpu(), {4, 3}, {4, 1});
+  EXPECT_FALSE(padded_rows.is_contiguous());
+  EXPECT_TRUE(padded_rows.rows_contiguous());
+  // Extents of 1 may carry any stride and still be contiguous.
+  Tensor column = Tensor::view(buffer, DType::f32, Device::cpu(), {4, 1}, {1, 99});
+  EXPECT_TRUE(column.is_contiguous());
+}
+
+TEST(Tensor, ReshapeAndCopyShareOrCopyData) {
+  Tensor t = Tensor::empty({2, 6}, DType::f32);
+  for (int i = 0; i < 12; ++i) t.data_as<float>()[i] = static_cast<float>(i);
+  Tensor r = t.reshape({3, 4});
+  EXPECT_EQ(r.data(), t.data());
+  EXPECT_EQ(r.strides(), (Shape{4, 1}));
+  Tensor c = t.to(Device::cpu());
+  EXPECT_NE(c.data(), t.data());
+  EXPECT_EQ(c.data_as<float>()[11], 11.0f);
+  EXPECT_THROW(t.reshape({5}), Error);
+}
+
+TEST(Tensor, ErrorsNameArgumentExpectedAndActual) {
+  Tensor t = Tensor::empty({2, 3}, DType::f32);
+  try {
+    check_shape(t, {2, 4}, "my_op", "weight");
+    FAIL() << "check_shape accepted a wrong shape";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "my_op: weight.shape: expected [2, 4], got [2, 3]");
+  }
+  try {
+    check_dtype(t, DType::bf16, "my_op", "x");
+    FAIL() << "check_dtype accepted a wrong dtype";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "my_op: x.dtype: expected bf16, got f32");
+  }
+  EXPECT_THROW(check_device(t, Device::cuda(0), "my_op", "x"), Error);
+  EXPECT_THROW(Tensor::empty({2, -1}, DType::f32), Error);
+  EXPECT_THROW(t.size(2), Error);
+}
+
+TEST(Device, ParsesAndPrints) {
+  EXPECT_EQ(Device::parse("cpu"), Device::cpu());
+  EXPECT_EQ(Device::parse("cuda"), Device::cuda(0));
+  EXPECT_EQ(Device::parse("cuda:3"), Device::cuda(3));
+  EXPECT_EQ(Device::cuda(2).str(), "cuda:2");
+  EXPECT_THROW(Device::parse("gpu"), Error);
+  EXPECT_THROW(Device::parse("cuda:"), Error);
+  EXPECT_THROW(Device::parse("cuda:-1"), Error);
+  EXPECT_THROW(Device::parse("cuda:1x"), Error);
+}
+
+TEST(Device, CountIsConsistentWithAvailability) {
+  EXPECT_EQ(cuda_available(), cuda_device_count() > 0);
+  EXPECT_FALSE(cuda_device_summary().empty());
+}
+
+TEST(DType, SizesAndNames) {
+  EXPECT_EQ(dtype_size(DType::f64), 8u);
+  EXPECT_EQ(dtype_size(DType::bf16), 2u);
+  EXPECT_EQ(dtype_size(DType::u8), 1u);
+  EXPECT_EQ(dtype_name(DType::i64), "i64");
+  EXPECT_TRUE(is_floating(DType::f16));
+  EXPECT_FALSE(is_floating(DType::i32));
+}
+
+}  // namespace
+}  // namespace ignis

@@ -1,0 +1,68 @@
+// cast: every floating conversion on every device, bit-exact against the host conversion
+// (which tests/core/test_float16.cpp ties to NVIDIA's own routines). On the GPU this checks
+// that the hardware's cvt.rn agrees with ignis's host rounding.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "harness/op_harness.h"
+#include "ignis/float16.h"
+#include "ignis/ops.h"
+
+namespace ignis {
+namespace {
+
+class CastOp : public testing::TestWithParam<Device> {};
+
+TEST_P(CastOp, F32ToHalfAndBf16MatchesHostBitForBit) {
+  const Device device = GetParam();
+  if (device.is_cuda() && !cuda_available()) GTEST_SKIP() << "no usable GPU";
+  std::mt19937 rng(11);
+  const std::int64_t n = 1 << 20;
+  Tensor host = Tensor::empty({n}, DType::f32);
+  for (std::int64_t i = 0; i < n; ++i) host.data_as<std::uint32_t>()[i] = rng();  // any bit pattern, NaN too
+  Tensor src = host.to(device);
+  for (DType dst_type : {DType::f16, DType::bf16}) {
+    Tensor dst = test::make_poisoned({n}, dst_type, device);
+    cast(src, dst);
+    Tensor back = dst.to(Device::cpu());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float f = host.data_as<float>()[i];
+      const std::uint16_t expected = dst_type == DType::f16 ? float_to_f16_bits(f) : float_to_bf16_bits(f);
+      ASSERT_EQ(back.data_as<std::uint16_t>()[i], expected)
+          << dst_type << " element " << i << " float bits 0x" << std::hex << host.data_as<std::uint32_t>()[i];
+    }
+  }
+}
+
+TEST_P(CastOp, RoundTripsThroughEveryFloatingType) {
+  const Device device = GetParam();
+  if (device.is_cuda() && !cuda_available()) GTEST_SKIP() << "no usable GPU";
+  auto rng = test::case_rng(5);
+  const auto values = test::random_normal(rng, 1023, 100.0);
+  for (DType from : {DType::f64, DType::f32, DType::f16, DType::bf16})
+    for (DType to : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+      const auto src_values = test::quantize(values, from);
+      Tensor src = test::make_tensor(src_values, {1023}, from, device);
+      Tensor dst = test::make_poisoned({1023}, to, device);
+      cast(src, dst);
+      const auto got = test::read_tensor(dst);
+      const auto expected = test::quantize(src_values, to);
+      for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << from << " -> " << to << " at " << i;
+    }
+}
+
+TEST(CastOpArgs, RejectsMismatches) {
+  Tensor a = Tensor::empty({4}, DType::f32);
+  Tensor b = Tensor::empty({5}, DType::f16);
+  Tensor i = Tensor::empty({4}, DType::i32);
+  EXPECT_THROW(cast(a, b), Error);
+  EXPECT_THROW(cast(a, i), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, CastOp, testing::Values(Device::cpu(), Device::cuda(0)),
+                         [](const testing::TestParamInfo<Device>& info) { return info.param.is_cpu() ? "cpu" : "cuda"; });
+
+}  // namespace
+}  // namespace ignis
