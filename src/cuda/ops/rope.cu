@@ -1,0 +1,196 @@
+// Rotary embedding: one thread owns a few rotation pairs (or a few pass-through elements) of
+// one token and walks a group of that token's heads, so each cos/sin is computed once per
+// group instead of once per head. Accesses are 16-byte packs when head_dim, rotary_dim and the
+// pointers allow. The angle is reduced to [-pi, pi] in double before sincosf: at position 1e6
+// an fp32 product position * inv_freq would be off by ~0.03 rad.
+#include "cuda/common/convert.cuh"
+#include "cuda/common/launch.cuh"
+#include "cuda/ops/rope.h"
+
+namespace ignis::cuda {
+namespace {
+
+// 2*pi split into a double and the remainder, so k * 2*pi is subtracted with ~1e-16 relative
+// error for the k ~ 1e5 turns of position 1e6.
+constexpr double kTwoPiHi = 6.283185307179586;
+constexpr double kTwoPiLo = 2.4492935982947064e-16;
+constexpr double kInvTwoPi = 0.15915494309189535;
+
+struct RopeGrid {
+  int tokens;      // batch * seqlen
+  int seqlen;
+  int heads, head_dim, rotary_dim;
+  int rot_units;   // threads per (token, head group) that rotate pairs
+  int units;       // rot_units plus the pass-through threads
+  int heads_per_group;
+  long long position_offset;
+  float attention_factor, sin_sign;
+};
+
+// pos * inv_freq is exact in double for pos < 2^29 (a 24-bit times a 29-bit significand).
+__device__ __forceinline__ void angle_cos_sin(long long pos, float inv_freq, float& c, float& s) {
+  const double angle = static_cast<double>(pos) * static_cast<double>(inv_freq);
+  const double turns = rint(angle * kInvTwoPi);
+  const double reduced = fma(-turns, kTwoPiLo, fma(-turns, kTwoPiHi, angle));
+  sincosf(static_cast<float>(reduced), &s, &c);
+}
+
+// N consecutive elements: one aligned pack when kVec, else element by element (odd head_dim).
+template <class T, int N, bool kVec>
+__device__ __forceinline__ void load_n(const T* src, float (&dst)[N]) {
+  if constexpr (kVec) {
+    load_floats<T, N>(src, dst);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = to_float(src[i]);
+  }
+}
+
+template <class T, int N, bool kVec>
+__device__ __forceinline__ void store_n(T* dst, const float (&src)[N]) {
+  if constexpr (kVec) {
+    store_floats<T, N>(dst, src);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = from_float<T>(src[i]);
+  }
+}
+
+template <class T, bool kVec>
+constexpr int kElems = kVec ? 16 / static_cast<int>(sizeof(T)) : 1;  // elements per access
+template <class T, bool kInterleaved, bool kVec>
+constexpr int kPairs = kInterleaved ? (kVec ? kElems<T, kVec> / 2 : 1) : kElems<T, kVec>;  // pairs per thread
+
+// x and y are not __restrict__: y may be x (in place). grid.y indexes head groups.
+template <class T, bool kInterleaved, bool kVec>
+__global__ void rope_kernel(const T* x, T* y, const float* __restrict__ inv_freq,
+                            const int* __restrict__ batch_offsets, RopeGrid g) {
+  constexpr int V = kElems<T, kVec>;
+  constexpr int P = kPairs<T, kInterleaved, kVec>;
+  // tokens * units < 2^31 (checked at launch): 32-bit division is much cheaper than 64-bit.
+  const unsigned work = blockIdx.x * blockDim.x + threadIdx.x;
+  if (work >= static_cast<unsigned>(g.tokens) * static_cast<unsigned>(g.units)) return;
+  const int unit = static_cast<int>(work % static_cast<unsigned>(g.units));
+  const int token = static_cast<int>(work / static_cast<unsigned>(g.units));
+  const int h0 = static_cast<int>(blockIdx.y) * g.heads_per_group;
+  const int h1 = min(h0 + g.heads_per_group, g.heads);
+
+  if (unit >= g.rot_units) {
+    const int e = g.rotary_dim + (unit - g.rot_units) * V;
+    for (int h = h0; h < h1; ++h) {
+      const long long at = (static_cast<long long>(token) * g.heads + h) * g.head_dim + e;
+      float v[V];
+      load_n<T, V, kVec>(x + at, v);
+      store_n<T, V, kVec>(y + at, v);
+    }
+    return;
+  }
+
+  const int i0 = unit * P;
+  const int b = token / g.seqlen;
+  const long long pos = g.position_offset + (batch_offsets ? batch_offsets[b] : 0) + (token - b * g.seqlen);
+  float c[P], s[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    angle_cos_sin(pos, inv_freq[i0 + j], c[j], s[j]);
+    c[j] *= g.attention_factor;
+    s[j] *= g.attention_factor * g.sin_sign;
+  }
+  const int half = g.rotary_dim / 2;
+  for (int h = h0; h < h1; ++h) {
+    const long long row = (static_cast<long long>(token) * g.heads + h) * g.head_dim;
+    if constexpr (kInterleaved) {
+      float v[2 * P];
+      load_n<T, 2 * P, kVec>(x + row + 2 * i0, v);
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+        const float a = v[2 * j], bv = v[2 * j + 1];
+        v[2 * j] = a * c[j] - bv * s[j];
+        v[2 * j + 1] = bv * c[j] + a * s[j];
+      }
+      store_n<T, 2 * P, kVec>(y + row + 2 * i0, v);
+    } else {
+      float a[P], bv[P];
+      load_n<T, P, kVec>(x + row + i0, a);
+      load_n<T, P, kVec>(x + row + half + i0, bv);
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+        const float ra = a[j] * c[j] - bv[j] * s[j];
+        bv[j] = bv[j] * c[j] + a[j] * s[j];
+        a[j] = ra;
+      }
+      store_n<T, P, kVec>(y + row + i0, a);
+      store_n<T, P, kVec>(y + row + half + i0, bv);
+    }
+  }
+}
+
+// Enough threads to keep an H100's memory system busy (~2x its resident threads); beyond that,
+// more heads per thread share each cos/sin.
+constexpr long long kTargetThreads = 1 << 19;
+constexpr int kBlock = 256;
+
+template <class T, bool kInterleaved, bool kVec>
+void launch(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const RopeArgs& args, float sin_sign,
+            Stream stream) {
+  constexpr int V = kElems<T, kVec>;
+  constexpr int P = kPairs<T, kInterleaved, kVec>;
+  const long long tokens = x.size(0) * x.size(1);
+  const long long heads = x.size(2);
+  const bool in_place = x.data() == y.data();
+  RopeGrid g{};
+  g.seqlen = static_cast<int>(x.size(1));
+  g.heads = static_cast<int>(heads);
+  g.head_dim = static_cast<int>(x.size(3));
+  g.rotary_dim = static_cast<int>(args.rotary_dim);
+  g.rot_units = g.rotary_dim / 2 / P;
+  g.units = g.rot_units + (in_place ? 0 : (g.head_dim - g.rotary_dim) / V);
+  const long long work = tokens * g.units;
+  check_arg(work < (1LL << 31) && heads < 65536, "rope", "tokens * units, heads", "< 2^31, < 65536",
+            detail::concat(work, ", ", heads));
+  g.tokens = static_cast<int>(tokens);
+  g.position_offset = args.position_offset;
+  g.attention_factor = args.attention_factor;
+  g.sin_sign = sin_sign;
+  long long per_group = 1;
+  while (per_group < heads && work * ((heads + 2 * per_group - 1) / (2 * per_group)) >= kTargetThreads)
+    per_group *= 2;
+  g.heads_per_group = static_cast<int>(per_group);
+  const dim3 grid(ceil_div(work, kBlock), static_cast<unsigned>((heads + per_group - 1) / per_group));
+  const int* offsets = args.batch_offsets ? args.batch_offsets->data_as<const int>() : nullptr;
+  rope_kernel<T, kInterleaved, kVec><<<grid, kBlock, 0, to_cuda(stream)>>>(
+      x.data_as<const T>(), y.data_as<T>(), inv_freq.data_as<const float>(), offsets, g);
+  IGNIS_CHECK_LAUNCH();
+}
+
+template <class T>
+void launch_typed(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const RopeArgs& args, float sin_sign,
+                  Stream stream) {
+  if (x.numel() == 0) return;
+  constexpr int V = 16 / sizeof(T);
+  const bool interleaved = args.style == RopeStyle::interleaved;
+  const long long head_dim = x.size(3), half = args.rotary_dim / 2;
+  // Every pack must start on a 16-byte boundary: rows, the rotated block and its halves.
+  const bool vec = head_dim % V == 0 && (interleaved ? args.rotary_dim % V == 0 : half % V == 0) &&
+                   pack_aligned<T, V>(x.data()) && pack_aligned<T, V>(y.data());
+  if (interleaved) {
+    if (vec) return launch<T, true, true>(x, inv_freq, y, args, sin_sign, stream);
+    return launch<T, true, false>(x, inv_freq, y, args, sin_sign, stream);
+  }
+  if (vec) return launch<T, false, true>(x, inv_freq, y, args, sin_sign, stream);
+  return launch<T, false, false>(x, inv_freq, y, args, sin_sign, stream);
+}
+
+}  // namespace
+
+void rope(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const RopeArgs& args, float sin_sign,
+          Stream stream) {
+  switch (x.dtype()) {
+    case DType::f32: return launch_typed<float>(x, inv_freq, y, args, sin_sign, stream);
+    case DType::f16: return launch_typed<__half>(x, inv_freq, y, args, sin_sign, stream);
+    case DType::bf16: return launch_typed<__nv_bfloat16>(x, inv_freq, y, args, sin_sign, stream);
+    default: fail_expected("rope", "x.dtype", "f32, f16 or bf16", x.dtype());
+  }
+}
+
+}  // namespace ignis::cuda
