@@ -1,0 +1,24 @@
+#pragma once
+// Attention forward, in the flash_attn_func layout, with grouped-query heads, bottom-right causal
+// masks, sliding windows and softcapping (see ignis/attention_params.h).
+#include "ignis/attention_params.h"
+#include "ignis/stream.h"
+#include "ignis/tensor.h"
+
+namespace ignis {
+
+// The dtype of the lse output for inputs of `dtype`: f64 for f64, else f32.
+DType attention_lse_dtype(DType dtype);
+
+// The naive kernel: one thread block per (batch, query head, query row), any sequence length,
+// head_dim up to kAttentionNaiveMaxHeadDim. CUDA f32 and f64, accumulated in the input precision.
+// q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim] with
+// heads_q % heads_kv == 0 (query head h reads kv head h / (heads_q / heads_kv));
+// lse: [batch, heads_q, seqlen_q] of attention_lse_dtype(q.dtype()), natural log.
+// All contiguous, on one device.
+inline constexpr std::int64_t kAttentionNaiveMaxHeadDim = 256;
+bool attention_naive_supported(Device device, DType dtype);
+void attention_naive_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
+                             const AttentionParams& params, Stream stream = {});
+
+}  // namespace ignis

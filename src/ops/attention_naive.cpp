@@ -1,0 +1,73 @@
+// Naive attention dispatcher: validates shapes, dtypes, devices and params, resolves the default
+// scale, then calls the CUDA kernel (there is no CPU implementation of this op).
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "ignis/ops.h"
+
+#if IGNIS_WITH_CUDA
+#include "cuda/ops/attention_naive.h"
+#endif
+
+namespace ignis {
+
+DType attention_lse_dtype(DType dtype) { return dtype == DType::f64 ? DType::f64 : DType::f32; }
+
+bool attention_naive_supported(Device device, DType dtype) {
+  return IGNIS_WITH_CUDA && device.is_cuda() && (dtype == DType::f32 || dtype == DType::f64);
+}
+
+namespace {
+
+constexpr const char* kWhere = "attention_naive_forward";
+
+void check_like(const Tensor& t, const Tensor& like, const Shape& shape, DType dtype, const char* name) {
+  check_dim(t, static_cast<int>(shape.size()), kWhere, name);
+  check_shape(t, shape, kWhere, name);
+  check_dtype(t, dtype, kWhere, name);
+  check_device(t, like.device(), kWhere, name);
+  check_contiguous(t, kWhere, name);
+}
+
+void check_params(const AttentionParams& p) {
+  check_arg(std::isfinite(p.scale), kWhere, "params.scale", "finite", p.scale);
+  check_arg(std::isfinite(p.softcap) && p.softcap >= 0.0, kWhere, "params.softcap", "finite and >= 0", p.softcap);
+  check_arg(p.window_left >= -1, kWhere, "params.window_left", ">= -1", p.window_left);
+  check_arg(p.window_right >= -1, kWhere, "params.window_right", ">= -1", p.window_right);
+}
+
+}  // namespace
+
+void attention_naive_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
+                             const AttentionParams& params, Stream stream) {
+  check_dim(q, 4, kWhere, "q");
+  check_contiguous(q, kWhere, "q");
+  check_dim(k, 4, kWhere, "k");
+  const std::int64_t batch = q.size(0), seqlen_q = q.size(1), heads_q = q.size(2), head_dim = q.size(3);
+  const std::int64_t seqlen_k = k.size(1), heads_kv = k.size(2);
+  for (auto [size, name] : {std::pair{batch, "q.size(0) (batch)"}, std::pair{seqlen_q, "q.size(1) (seqlen_q)"},
+                            std::pair{heads_q, "q.size(2) (heads_q)"}, std::pair{head_dim, "q.size(3) (head_dim)"},
+                            std::pair{seqlen_k, "k.size(1) (seqlen_k)"}, std::pair{heads_kv, "k.size(2) (heads_kv)"}})
+    check_arg(size > 0, kWhere, name, "> 0", size);
+  check_arg(heads_q % heads_kv == 0, kWhere, "q.size(2) (heads_q)",
+            "a multiple of heads_kv (" + std::to_string(heads_kv) + ")", heads_q);
+  check_arg(head_dim <= kAttentionNaiveMaxHeadDim, kWhere, "q.size(3) (head_dim)",
+            "<= " + std::to_string(kAttentionNaiveMaxHeadDim), head_dim);
+  check_like(k, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), "k");
+  check_like(v, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), "v");
+  check_like(o, q, q.shape(), q.dtype(), "o");
+  check_like(lse, q, {batch, heads_q, seqlen_q}, attention_lse_dtype(q.dtype()), "lse");
+  check_arg(q.device().is_cuda(), kWhere, "q.device", "cuda (there is no CPU implementation)", q.device());
+  check_arg(attention_naive_supported(q.device(), q.dtype()), kWhere, "q.dtype", "f32 or f64", q.dtype());
+  check_params(params);
+#if IGNIS_WITH_CUDA
+  AttentionParams resolved = params;
+  if (resolved.scale == 0.0) resolved.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  cuda::attention_naive_forward(q, k, v, o, lse, resolved, stream);
+#else
+  (void)stream;
+#endif
+}
+
+}  // namespace ignis
