@@ -6,3 +6,7 @@
 // tests can ask instead of catching. Outputs are (non-owning) tensors that the op writes into.
 #include "ignis/ops/cast.h"
 #include "ignis/ops/softmax.h"
+#include "ignis/ops/attention_scores.h"
+#include "ignis/ops/gemm.h"
+#include "ignis/ops/kv_cache.h"
+#include "ignis/ops/transpose.h"

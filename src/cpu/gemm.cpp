@@ -1,0 +1,57 @@
+#include "cpu/gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace ignis::cpu {
+namespace {
+
+void write_row(float* c, const float* acc, std::int64_t n, float alpha, float beta) {
+  if (beta == 0.0f) {
+    for (std::int64_t j = 0; j < n; ++j) c[j] = alpha * acc[j];
+  } else {
+    for (std::int64_t j = 0; j < n; ++j) c[j] = alpha * acc[j] + beta * c[j];
+  }
+}
+
+}  // namespace
+
+void gemm_nn_f32(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t m, std::int64_t n,
+                 std::int64_t k, float alpha, float beta) {
+  // Row i of C accumulates a(i, p) * row p of B: every inner loop runs over contiguous memory.
+  std::vector<float> acc(static_cast<std::size_t>(n));
+  for (std::int64_t z = 0; z < batch; ++z) {
+    const float* bz = b + z * k * n;
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float* ai = a + (z * m + i) * k;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (std::int64_t p = 0; p < k; ++p) {
+        const float s = ai[p];
+        const float* bp = bz + p * n;
+        for (std::int64_t j = 0; j < n; ++j) acc[j] += s * bp[j];
+      }
+      write_row(c + (z * m + i) * n, acc.data(), n, alpha, beta);
+    }
+  }
+}
+
+void gemm_nt_f32(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t m, std::int64_t n,
+                 std::int64_t k, float alpha, float beta) {
+  // Each C(i, j) is a dot product of two contiguous rows.
+  std::vector<float> acc(static_cast<std::size_t>(n));
+  for (std::int64_t z = 0; z < batch; ++z) {
+    const float* bz = b + z * n * k;
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float* ai = a + (z * m + i) * k;
+      for (std::int64_t j = 0; j < n; ++j) {
+        const float* bj = bz + j * k;
+        float dot = 0.0f;
+        for (std::int64_t p = 0; p < k; ++p) dot += ai[p] * bj[p];
+        acc[j] = dot;
+      }
+      write_row(c + (z * m + i) * n, acc.data(), n, alpha, beta);
+    }
+  }
+}
+
+}  // namespace ignis::cpu
