@@ -69,6 +69,20 @@ std::vector<double> unfused_reference(const std::vector<double>& q, const std::v
   return test::quantize(apply_probabilities(p, v, d), round_to);
 }
 
+// Random q, k, v for one case, quantized to `dtype`.
+struct Inputs {
+  std::vector<double> q, k, v;
+};
+
+Inputs random_inputs(const ref::ScoresDims& d, DType dtype, std::uint64_t salt) {
+  auto rng = test::case_rng(salt);
+  Inputs in;
+  in.q = test::quantize(test::random_normal(rng, d.batch * d.seqlen_q * d.heads_q * d.head_dim), dtype);
+  in.k = test::quantize(test::random_normal(rng, d.batch * d.seqlen_k * d.heads_kv * d.head_dim), dtype);
+  in.v = test::quantize(test::random_normal(rng, in.k.size()), dtype);
+  return in;
+}
+
 const std::vector<Case> kScoreCases = {
     {{1, 1, 1, 1, 1, 1}, false},       {{2, 3, 17, 2, 1, 17}, true},     {{1, 17, 3, 3, 1, 64}, true},
     {{2, 17, 113, 6, 2, 64}, true},    {{1, 113, 17, 4, 4, 128}, false}, {{1, 65, 65, 2, 2, 128}, true},
@@ -82,9 +96,7 @@ TEST_P(AttentionScoresOp, ScoresMatchReference) {
   for (const Case& c : kScoreCases) {
     SCOPED_TRACE(testing::Message() << impl << " " << describe(c));
     const auto& d = c.dims;
-    auto rng = test::case_rng(++salt);
-    const auto q = test::quantize(test::random_normal(rng, d.batch * d.seqlen_q * d.heads_q * d.head_dim), impl.dtype);
-    const auto k = test::quantize(test::random_normal(rng, d.batch * d.seqlen_k * d.heads_kv * d.head_dim), impl.dtype);
+    const auto [q, k, v] = random_inputs(d, impl.dtype, ++salt);
     Tensor ts = test::make_poisoned({d.batch, d.heads_q, d.seqlen_q, d.seqlen_k}, impl.dtype, impl.device);
     attention_scores(test::make_tensor(q, q_shape(d), impl.dtype, impl.device),
                      test::make_tensor(k, kv_shape(d), impl.dtype, impl.device), ts, {scale_of(c), c.causal});
@@ -109,10 +121,7 @@ TEST_P(AttentionScoresOp, UnfusedMatchesComposedReference) {
   for (const Case& c : cases) {
     SCOPED_TRACE(testing::Message() << impl << " " << describe(c));
     const auto& d = c.dims;
-    auto rng = test::case_rng(++salt);
-    const auto q = test::quantize(test::random_normal(rng, d.batch * d.seqlen_q * d.heads_q * d.head_dim), impl.dtype);
-    const auto k = test::quantize(test::random_normal(rng, d.batch * d.seqlen_k * d.heads_kv * d.head_dim), impl.dtype);
-    const auto v = test::quantize(test::random_normal(rng, k.size()), impl.dtype);
+    const auto [q, k, v] = random_inputs(d, impl.dtype, ++salt);
     Tensor to = test::make_poisoned(q_shape(d), impl.dtype, impl.device);
     attention_unfused_forward(test::make_tensor(q, q_shape(d), impl.dtype, impl.device),
                               test::make_tensor(k, kv_shape(d), impl.dtype, impl.device),

@@ -32,14 +32,20 @@ GemmOperand scores_matrix(const void* data, const Dims& d) {
   return {data, d.seqlen_k, d.heads_q * d.seqlen_q * d.seqlen_k, d.seqlen_q * d.seqlen_k, 1};
 }
 
-GemmProblem scores_problem(const Tensor& q, const Tensor& k, void* s, const Dims& d,
-                           const AttentionScoresParams& params) {
+// One [m, k] x [k, n] product per (batch, query head).
+GemmProblem per_head(const Dims& d, std::int64_t m, std::int64_t n, std::int64_t k) {
   GemmProblem p;
-  p.m = d.seqlen_q;
-  p.n = d.seqlen_k;
-  p.k = d.head_dim;
+  p.m = m;
+  p.n = n;
+  p.k = k;
   p.batch = d.batch * d.heads_q;
   p.inner_count = d.heads_q;
+  return p;
+}
+
+GemmProblem scores_problem(const Tensor& q, const Tensor& k, void* s, const Dims& d,
+                           const AttentionScoresParams& params) {
+  GemmProblem p = per_head(d, d.seqlen_q, d.seqlen_k, d.head_dim);
   p.trans_b = true;
   p.a = token_major(q.data(), d.seqlen_q, d.heads_q, d.head_dim, 1);
   p.b = token_major(k.data(), d.seqlen_k, d.heads_kv, d.head_dim, d.heads_q / d.heads_kv);
@@ -84,14 +90,9 @@ void attention_unfused_forward(const Tensor& q, const Tensor& k, const Tensor& v
   // In place: each softmax thread reads an element before it writes it and touches no other
   // thread's elements after the row reduction.
   const Tensor s = Tensor::view(workspace.data(), q.dtype(), q.device(), {rows, d.seqlen_k});
-  softmax_forward(s, s, stream);
+  cuda::softmax_forward(s, s, stream);
 
-  GemmProblem pv;
-  pv.m = d.seqlen_q;
-  pv.n = d.head_dim;
-  pv.k = d.seqlen_k;
-  pv.batch = d.batch * d.heads_q;
-  pv.inner_count = d.heads_q;
+  GemmProblem pv = per_head(d, d.seqlen_q, d.head_dim, d.seqlen_k);
   pv.a = scores_matrix(workspace.data(), d);
   pv.b = token_major(v.data(), d.seqlen_k, d.heads_kv, d.head_dim, d.heads_q / d.heads_kv);
   pv.c = token_major(o.data(), d.seqlen_q, d.heads_q, d.head_dim, 1);

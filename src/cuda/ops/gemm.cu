@@ -49,11 +49,27 @@ __device__ __forceinline__ T* matrix_at(const GemmOperand& op, long long z, long
   return static_cast<T*>(const_cast<void*>(op.data)) + outer * op.outer_stride + (inner / op.group) * op.inner_stride;
 }
 
+// Stages rows [row0, row0 + 64) x columns [k0, k0 + 16) of a row-major [rows, k] matrix into
+// tile[kk][r], zero outside the matrix. 16 consecutive threads read 16 consecutive k of one row.
+template <class T>
+__device__ __forceinline__ void stage_transposed(Acc<T> (&tile)[kTileK][kTileM + kPad], const T* src, long long ld,
+                                                 long long row0, long long rows, long long k0, long long k) {
+  const int kk = threadIdx.x % kTileK;
+  const long long gk = k0 + kk;
+#pragma unroll
+  for (int i = 0; i < kTileM / (kThreads / kTileK); ++i) {
+    const int r = threadIdx.x / kTileK + i * (kThreads / kTileK);
+    const long long gr = row0 + r;
+    tile[kk][r] = gr < rows && gk < k ? load_acc(src + gr * ld + gk) : Acc<T>(0);
+  }
+}
+
 template <class T, bool TransB>
 __global__ void __launch_bounds__(kThreads) gemm_kernel(const GemmProblem p) {
   using A = Acc<T>;
   __shared__ A a_tile[kTileK][kTileM + kPad];  // a_tile[kk][r] = A(row0 + r, k0 + kk)
   __shared__ A b_tile[kTileK][kTileN + kPad];  // b_tile[kk][c] = B(k0 + kk, col0 + c)
+  static_assert(kTileN == kTileM, "stage_transposed fills both tiles");
 
   const int tid = threadIdx.x;
   const int tx = tid % 16;
@@ -75,22 +91,9 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const GemmProblem p) {
       for (int j = 0; j < kRegN; ++j) acc[i][j] = A(0);
 
     for (long long k0 = 0; k0 < p.k; k0 += kTileK) {
-      // 16 consecutive threads read 16 consecutive k of one row of A (or of B^T).
-      const int kk = tid % kTileK;
-      const long long gk = k0 + kk;
-#pragma unroll
-      for (int i = 0; i < kTileM / (kThreads / kTileK); ++i) {
-        const int r = tid / kTileK + i * (kThreads / kTileK);
-        const long long gr = row0 + r;
-        a_tile[kk][r] = gr < p.m && gk < p.k ? load_acc(a + gr * p.a.ld + gk) : A(0);
-      }
+      stage_transposed(a_tile, a, p.a.ld, row0, p.m, k0, p.k);
       if constexpr (TransB) {
-#pragma unroll
-        for (int i = 0; i < kTileN / (kThreads / kTileK); ++i) {
-          const int cc = tid / kTileK + i * (kThreads / kTileK);
-          const long long gc = col0 + cc;
-          b_tile[kk][cc] = gc < p.n && gk < p.k ? load_acc(b + gc * p.b.ld + gk) : A(0);
-        }
+        stage_transposed(b_tile, b, p.b.ld, col0, p.n, k0, p.k);
       } else {
         // 64 consecutive threads read one 64-wide row segment of B.
         const int cc = tid % kTileN;
