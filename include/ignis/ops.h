@@ -8,3 +8,7 @@
 #include "ignis/ops/cast.h"
 #include "ignis/ops/rope.h"
 #include "ignis/ops/softmax.h"
+#include "ignis/ops/attention_scores.h"
+#include "ignis/ops/gemm.h"
+#include "ignis/ops/kv_cache.h"
+#include "ignis/ops/transpose.h"
