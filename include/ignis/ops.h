@@ -5,4 +5,6 @@
 // `*_supported(device, dtype)` answers whether a pair has an implementation, so callers and
 // tests can ask instead of catching. Outputs are (non-owning) tensors that the op writes into.
 #include "ignis/ops/cast.h"
+#include "ignis/ops/cross_entropy.h"
+#include "ignis/ops/embedding.h"
 #include "ignis/ops/softmax.h"
