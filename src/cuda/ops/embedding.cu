@@ -63,25 +63,25 @@ void gather_any_width(const Tensor& table, const Tensor& ids, const Tensor& out,
 
 // Sort keys: the id, or vocab (sorted last, then skipped) for a bad id, which is recorded.
 template <class Id>
-__global__ void sort_keys_kernel(const Id* __restrict__ ids, long long n, long long vocab, int* keys, int* positions,
-                                 long long* flag) {
+__global__ void sort_keys_kernel(const Id* __restrict__ ids, long long n, long long vocab, unsigned* keys,
+                                 int* positions, long long* flag) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const long long id = static_cast<long long>(ids[i]);
   const bool bad = id < 0 || id >= vocab;
   if (bad) record_bad_index(flag, i, id, vocab);
-  keys[i] = static_cast<int>(bad ? vocab : id);
+  keys[i] = static_cast<unsigned>(bad ? vocab : id);
   positions[i] = static_cast<int>(i);
 }
 
 // One warp per sorted entry; only the warp at the start of a run of equal keys works.
 template <class T, int V>
-__global__ void sum_runs_kernel(const T* __restrict__ dout, const int* __restrict__ keys,
+__global__ void sum_runs_kernel(const T* __restrict__ dout, const unsigned* __restrict__ keys,
                                 const int* __restrict__ positions, long long n, long long vocab, long long dim,
                                 T* __restrict__ dtable) {
   const long long i = static_cast<long long>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (i >= n) return;
-  const int key = keys[i];
+  const unsigned key = keys[i];
   if (key >= vocab || (i > 0 && keys[i - 1] == key)) return;
   long long end = i + 1;
   while (end < n && keys[end] == key) ++end;
@@ -109,17 +109,18 @@ bool launch_backward(const Tensor& dout, const Tensor& ids, const Tensor& dtable
   const int end_bit = std::max(1, static_cast<int>(std::bit_width(static_cast<unsigned long long>(vocab))));
   const int items = static_cast<int>(n);
   std::size_t sort_bytes = 0;
-  IGNIS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const int*>(nullptr),
-                                                   static_cast<int*>(nullptr), static_cast<const int*>(nullptr),
+  IGNIS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const unsigned*>(nullptr),
+                                                   static_cast<unsigned*>(nullptr), static_cast<const int*>(nullptr),
                                                    static_cast<int*>(nullptr), items, 0, end_bit, to_cuda(stream)));
-  const std::size_t list = align_up(sizeof(int) * n);
+  const std::size_t list = align_up(sizeof(int) * n);  // keys and positions are 4 bytes each
   Scratch scratch(align_up(kIndexFlagBytes) + 4 * list + sort_bytes, stream);
   auto* flag = scratch.at<long long>(0);
-  int* keys = scratch.at<int>(align_up(kIndexFlagBytes));
-  int* positions = keys + list / sizeof(int);
-  int* sorted_keys = positions + list / sizeof(int);
-  int* sorted_positions = sorted_keys + list / sizeof(int);
-  void* sort_temp = sorted_positions + list / sizeof(int);
+  const std::size_t base = align_up(kIndexFlagBytes);
+  auto* keys = scratch.at<unsigned>(base);
+  int* positions = scratch.at<int>(base + list);
+  auto* sorted_keys = scratch.at<unsigned>(base + 2 * list);
+  int* sorted_positions = scratch.at<int>(base + 3 * list);
+  void* sort_temp = scratch.at<char>(base + 4 * list);
 
   clear_index_flag(flag, stream);
   sort_keys_kernel<Id><<<ceil_div(n, 256), 256, 0, to_cuda(stream)>>>(ids.data_as<const Id>(), n, vocab, keys,
