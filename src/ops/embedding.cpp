@@ -38,6 +38,14 @@ void check_rows(const Tensor& rows, const Tensor& table, const Tensor& ids, cons
   check_contiguous(rows, where, name);
 }
 
+// The checks every entry point shares; rows is out (forward) or dout (backward).
+void check_args(const Tensor& table, const Tensor& ids, const Tensor& rows, const char* where, const char* table_name,
+                const char* rows_name) {
+  check_table(table, where, table_name);
+  check_ids(ids, table, where);
+  check_rows(rows, table, ids, where, rows_name);
+}
+
 void check_flag(const Tensor& flag, Device device, const char* where) {
   check_shape(flag, {3}, where, "flag");
   check_dtype(flag, DType::i64, where, "flag");
@@ -63,9 +71,7 @@ bool embedding_supported(Device device, DType dtype) {
 
 void embedding_forward(const Tensor& table, const Tensor& ids, const Tensor& out, Stream stream) {
   constexpr const char* where = "embedding_forward";
-  check_table(table, where, "table");
-  check_ids(ids, table, where);
-  check_rows(out, table, ids, where, "out");
+  check_args(table, ids, out, where, "table", "out");
   if (table.device().is_cpu()) {
     ops::check_indices(ids, table.size(0), std::nullopt, where, "ids");
     gather_cpu(table, ids, out);
@@ -81,9 +87,7 @@ void embedding_forward(const Tensor& table, const Tensor& ids, const Tensor& out
 void embedding_forward_deferred(const Tensor& table, const Tensor& ids, const Tensor& out, const Tensor& flag,
                                 Stream stream) {
   constexpr const char* where = "embedding_forward_deferred";
-  check_table(table, where, "table");
-  check_ids(ids, table, where);
-  check_rows(out, table, ids, where, "out");
+  check_args(table, ids, out, where, "table", "out");
   check_flag(flag, table.device(), where);
   if (table.device().is_cpu()) {
     // The host path has no reason to defer, but keeps the device path's contract: a bad id gives
@@ -140,9 +144,7 @@ void embedding_check_flag(const Tensor& flag, Stream stream) {
 
 void embedding_backward(const Tensor& dout, const Tensor& ids, const Tensor& dtable, Stream stream) {
   constexpr const char* where = "embedding_backward";
-  check_table(dtable, where, "dtable");
-  check_ids(ids, dtable, where);
-  check_rows(dout, dtable, ids, where, "dout");
+  check_args(dtable, ids, dout, where, "dtable", "dout");
   if (dtable.device().is_cpu()) {
     ops::check_indices(ids, dtable.size(0), std::nullopt, where, "ids");
     if (ids.dtype() == DType::i32)
