@@ -129,6 +129,26 @@ TEST_P(CrossEntropyOp, OptionalOutputs) {
   check_case(impl, {.n = 0, .vocab = 10}, 403);
 }
 
+// The gradient may overwrite the logits it comes from.
+TEST_P(CrossEntropyOp, InPlaceGradient) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, cross_entropy_supported(impl.device, impl.dtype));
+  for (std::int64_t vocab : {17, 1023, 32000}) {
+    SCOPED_TRACE(testing::Message() << impl << " vocab " << vocab);
+    const Case c{.n = 9, .vocab = vocab, .scale = 2.0, .pad_every = 4};
+    auto rng = test::case_rng(450 + vocab);
+    const auto logits = test::quantize(test::random_normal(rng, c.n * c.vocab, c.scale), impl.dtype);
+    const auto targets = make_targets(rng, c);
+    Tensor tl = test::make_tensor(logits, {c.n, c.vocab}, impl.dtype, impl.device);
+    Tensor loss = test::make_poisoned({1}, DType::f32, impl.device);
+    cross_entropy(tl, targets_tensor(targets, DType::i64, impl.device), c.pad_id, loss, tl);
+    const auto ref = ref::cross_entropy(logits, targets, c.vocab, c.pad_id);
+    EXPECT_TRUE(test::close_to_reference(test::read_tensor(loss), {ref.loss}, DType::f32, {}, kLossRtol));
+    EXPECT_TRUE(test::close_to_reference(test::read_tensor(tl), ref.dlogits, impl.dtype,
+                                         test::quantize(ref.dlogits, impl.dtype)));
+  }
+}
+
 // Logits and dlogits views off 16-byte boundaries (together and apart) take the scalar head/tail
 // and the unvectorized paths.
 TEST_P(CrossEntropyOp, UnalignedRows) {

@@ -98,10 +98,11 @@ __device__ __forceinline__ float grad_of(float x, float lse, float inv_count, bo
   return expf(x - lse) * inv_count - (is_target ? inv_count : 0.0f);
 }
 
+// logits and dlogits may be one tensor (an in-place gradient): every logit is read before the
+// block's barrier or by the thread that then overwrites it, so they are not __restrict__.
 template <class T, int V, class Id>
-__global__ void cross_entropy_kernel(const T* __restrict__ logits, const Id* __restrict__ targets, long long vocab,
-                                     long long pad, const int* __restrict__ count, T* __restrict__ dlogits,
-                                     float* __restrict__ row_loss) {
+__global__ void cross_entropy_kernel(const T* logits, const Id* __restrict__ targets, long long vocab, long long pad,
+                                     const int* __restrict__ count, T* dlogits, float* __restrict__ row_loss) {
   __shared__ SoftmaxState scratch[32];
   const long long row = blockIdx.x;
   const T* in = logits + row * vocab;
@@ -117,9 +118,10 @@ __global__ void cross_entropy_kernel(const T* __restrict__ logits, const Id* __r
     return;
   }
 
+  const float target_logit = to_float(in[target]);
   const SoftmaxState state = block_reduce(row_statistics<T, V>(in, vocab, split), MergeSoftmax{}, scratch);
   const float lse = state.max + logf(state.sum);
-  if (threadIdx.x == 0) row_loss[row] = lse - to_float(in[target]);
+  if (threadIdx.x == 0) row_loss[row] = lse - target_logit;
   if (!grad) return;
 
   const float inv_count = 1.0f / static_cast<float>(*count);  // >= 1: this row counts
