@@ -5,10 +5,12 @@
 // `*_supported(device, dtype)` answers whether a pair has an implementation, so callers and
 // tests can ask instead of catching. Outputs are (non-owning) tensors that the op writes into.
 #include "ignis/ops/attention.h"
-#include "ignis/ops/cast.h"
-#include "ignis/ops/rope.h"
-#include "ignis/ops/softmax.h"
 #include "ignis/ops/attention_scores.h"
+#include "ignis/ops/cast.h"
+#include "ignis/ops/cross_entropy.h"
+#include "ignis/ops/embedding.h"
 #include "ignis/ops/gemm.h"
 #include "ignis/ops/kv_cache.h"
+#include "ignis/ops/rope.h"
+#include "ignis/ops/softmax.h"
 #include "ignis/ops/transpose.h"

@@ -1,0 +1,188 @@
+// Embedding gather (forward) and scatter-add (backward).
+// Forward: one warp per output row, copying the table row with the widest word (16 bytes when the
+// row size and pointers allow) that divides it: the gather is dtype-agnostic byte movement.
+// Backward: deterministic without floating-point atomics. The (id, position) pairs are radix-sorted
+// by id (stable, so positions stay ascending within an id); the warp at the start of each run of
+// equal ids sums that run's dout rows in fp32 in position order and writes the table row once.
+#include <bit>
+#include <cub/device/device_radix_sort.cuh>
+
+#include "cuda/common/convert.cuh"
+#include "cuda/common/index_flag.cuh"
+#include "cuda/common/launch.cuh"
+#include "cuda/common/scratch.cuh"
+#include "cuda/ops/embedding.h"
+
+namespace ignis::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+constexpr int kThreads = kWarpsPerBlock * 32;
+
+// W: the copy word (uint4, uint2, unsigned or unsigned short); words: row size in words.
+template <class W, class Id>
+__global__ void gather_rows_kernel(const W* __restrict__ table, const Id* __restrict__ ids, W* __restrict__ out,
+                                   long long n, long long vocab, long long words, long long* flag) {
+  const long long row = static_cast<long long>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= n) return;
+  const int lane = threadIdx.x % 32;
+  const long long id = static_cast<long long>(ids[row]);
+  W* dst = out + row * words;
+  if (id < 0 || id >= vocab) {
+    if (lane == 0) record_bad_index(flag, row, id, vocab);
+    for (long long w = lane; w < words; w += 32) dst[w] = W{};
+    return;
+  }
+  const W* src = table + id * words;
+#pragma unroll 4
+  for (long long w = lane; w < words; w += 32) dst[w] = src[w];
+}
+
+template <class W, class Id>
+void launch_gather(const Tensor& table, const Tensor& ids, const Tensor& out, long long* flag, Stream stream) {
+  const long long n = ids.size(0);
+  const long long words = static_cast<long long>(table.size(1) * dtype_size(table.dtype()) / sizeof(W));
+  gather_rows_kernel<W, Id><<<ceil_div(n, kWarpsPerBlock), kThreads, 0, to_cuda(stream)>>>(
+      static_cast<const W*>(table.data()), ids.data_as<const Id>(), static_cast<W*>(out.data()), n, table.size(0),
+      words, flag);
+  IGNIS_CHECK_LAUNCH();
+}
+
+template <class Id>
+void gather_any_width(const Tensor& table, const Tensor& ids, const Tensor& out, long long* flag, Stream stream) {
+  const std::size_t row_bytes = static_cast<std::size_t>(table.size(1)) * dtype_size(table.dtype());
+  const auto fits = [&](std::size_t word) {
+    return row_bytes % word == 0 && reinterpret_cast<std::uintptr_t>(table.data()) % word == 0 &&
+           reinterpret_cast<std::uintptr_t>(out.data()) % word == 0;
+  };
+  if (fits(16)) return launch_gather<uint4, Id>(table, ids, out, flag, stream);
+  if (fits(8)) return launch_gather<uint2, Id>(table, ids, out, flag, stream);
+  if (fits(4)) return launch_gather<unsigned, Id>(table, ids, out, flag, stream);
+  launch_gather<unsigned short, Id>(table, ids, out, flag, stream);
+}
+
+// Sort keys: the id, or vocab (sorted last, then skipped) for a bad id, which is recorded.
+template <class Id>
+__global__ void sort_keys_kernel(const Id* __restrict__ ids, long long n, long long vocab, unsigned* keys,
+                                 int* positions, long long* flag) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const long long id = static_cast<long long>(ids[i]);
+  const bool bad = id < 0 || id >= vocab;
+  if (bad) record_bad_index(flag, i, id, vocab);
+  keys[i] = static_cast<unsigned>(bad ? vocab : id);
+  positions[i] = static_cast<int>(i);
+}
+
+// One warp per sorted entry; only the warp at the start of a run of equal keys works.
+template <class T, int V>
+__global__ void sum_runs_kernel(const T* __restrict__ dout, const unsigned* __restrict__ keys,
+                                const int* __restrict__ positions, long long n, long long vocab, long long dim,
+                                T* __restrict__ dtable) {
+  const long long i = static_cast<long long>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (i >= n) return;
+  const unsigned key = keys[i];
+  if (key >= vocab || (i > 0 && keys[i - 1] == key)) return;
+  long long end = i + 1;
+  while (end < n && keys[end] == key) ++end;
+  T* dst = dtable + static_cast<long long>(key) * dim;
+  const int lane = threadIdx.x % 32;
+  for (long long c = static_cast<long long>(lane) * V; c < dim; c += 32 * V) {
+    float acc[V] = {};
+    for (long long j = i; j < end; ++j) {
+      float v[V];
+      load_floats<T, V>(dout + static_cast<long long>(positions[j]) * dim + c, v);
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k] += v[k];
+    }
+    store_floats<T, V>(dst + c, acc);
+  }
+}
+
+template <class T, class Id>
+bool launch_backward(const Tensor& dout, const Tensor& ids, const Tensor& dtable, Stream stream) {
+  constexpr int V = 16 / sizeof(T);
+  const long long n = ids.size(0), vocab = dtable.size(0), dim = dtable.size(1);
+  IGNIS_CUDA_CHECK(cudaMemsetAsync(dtable.data(), 0, dtable.nbytes(), to_cuda(stream)));  // 0 bits are 0.0
+  if (n == 0) return false;
+
+  const int end_bit = std::max(1, static_cast<int>(std::bit_width(static_cast<unsigned long long>(vocab))));
+  const int items = static_cast<int>(n);
+  std::size_t sort_bytes = 0;
+  IGNIS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const unsigned*>(nullptr),
+                                                   static_cast<unsigned*>(nullptr), static_cast<const int*>(nullptr),
+                                                   static_cast<int*>(nullptr), items, 0, end_bit, to_cuda(stream)));
+  const std::size_t list = align_up(sizeof(int) * n);  // keys and positions are 4 bytes each
+  Scratch scratch(align_up(kIndexFlagBytes) + 4 * list + sort_bytes, stream);
+  auto* flag = scratch.at<long long>(0);
+  const std::size_t base = align_up(kIndexFlagBytes);
+  auto* keys = scratch.at<unsigned>(base);
+  int* positions = scratch.at<int>(base + list);
+  auto* sorted_keys = scratch.at<unsigned>(base + 2 * list);
+  int* sorted_positions = scratch.at<int>(base + 3 * list);
+  void* sort_temp = scratch.at<char>(base + 4 * list);
+
+  clear_index_flag(flag, stream);
+  sort_keys_kernel<Id><<<ceil_div(n, 256), 256, 0, to_cuda(stream)>>>(ids.data_as<const Id>(), n, vocab, keys,
+                                                                      positions, flag);
+  IGNIS_CHECK_LAUNCH();
+  IGNIS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_temp, sort_bytes, keys, sorted_keys, positions,
+                                                   sorted_positions, items, 0, end_bit, to_cuda(stream)));
+  const T* g = dout.data_as<const T>();
+  T* out = dtable.data_as<T>();
+  const unsigned blocks = ceil_div(n, kWarpsPerBlock);
+  if (dim % V == 0 && pack_aligned<T, V>(g) && pack_aligned<T, V>(out))
+    sum_runs_kernel<T, V><<<blocks, kThreads, 0, to_cuda(stream)>>>(g, sorted_keys, sorted_positions, n, vocab,
+                                                                    dim, out);
+  else
+    sum_runs_kernel<T, 1><<<blocks, kThreads, 0, to_cuda(stream)>>>(g, sorted_keys, sorted_positions, n, vocab,
+                                                                    dim, out);
+  IGNIS_CHECK_LAUNCH();
+  long long record[3];
+  read_index_flag(flag, record, stream);
+  return record[0] >= 0;
+}
+
+template <class T>
+bool backward_any_ids(const Tensor& dout, const Tensor& ids, const Tensor& dtable, Stream stream) {
+  if (ids.dtype() == DType::i32) return launch_backward<T, std::int32_t>(dout, ids, dtable, stream);
+  return launch_backward<T, std::int64_t>(dout, ids, dtable, stream);
+}
+
+}  // namespace
+
+void embedding_forward(const Tensor& table, const Tensor& ids, const Tensor& out, long long* flag, Stream stream) {
+  if (ids.size(0) == 0) return;
+  if (ids.dtype() == DType::i32) return gather_any_width<std::int32_t>(table, ids, out, flag, stream);
+  gather_any_width<std::int64_t>(table, ids, out, flag, stream);
+}
+
+bool embedding_forward_checked(const Tensor& table, const Tensor& ids, const Tensor& out, Stream stream) {
+  if (ids.size(0) == 0) return false;
+  Scratch scratch(kIndexFlagBytes, stream);
+  auto* flag = scratch.at<long long>(0);
+  clear_index_flag(flag, stream);
+  embedding_forward(table, ids, out, flag, stream);
+  long long record[3];
+  read_index_flag(flag, record, stream);
+  return record[0] >= 0;
+}
+
+bool embedding_backward(const Tensor& dout, const Tensor& ids, const Tensor& dtable, Stream stream) {
+  switch (dtable.dtype()) {
+    case DType::f32: return backward_any_ids<float>(dout, ids, dtable, stream);
+    case DType::f16: return backward_any_ids<__half>(dout, ids, dtable, stream);
+    case DType::bf16: return backward_any_ids<__nv_bfloat16>(dout, ids, dtable, stream);
+    default: fail_expected("embedding_backward", "dtable.dtype", "f32, f16 or bf16", dtable.dtype());
+  }
+}
+
+void clear_index_flag(const Tensor& flag, Stream stream) { clear_index_flag(flag.data_as<long long>(), stream); }
+
+void read_index_flag(const Tensor& flag, std::int64_t (&record)[3], Stream stream) {
+  long long host[3];
+  read_index_flag(flag.data_as<const long long>(), host, stream);
+  for (int i = 0; i < 3; ++i) record[i] = host[i];
+}
+
+}  // namespace ignis::cuda
