@@ -4,5 +4,7 @@
 // ignis::Error naming the problem, then dispatches on the tensors' device and dtype.
 // `*_supported(device, dtype)` answers whether a pair has an implementation, so callers and
 // tests can ask instead of catching. Outputs are (non-owning) tensors that the op writes into.
+#include "ignis/ops/activation.h"
 #include "ignis/ops/cast.h"
+#include "ignis/ops/norm.h"
 #include "ignis/ops/softmax.h"
