@@ -1,5 +1,6 @@
 #pragma once
-// The engine's CPU RMSNorm and LayerNorm: fp32 storage, fp32 accumulation. Backward passes
+// The engine's CPU RMSNorm and LayerNorm: fp32 storage and arithmetic, sums accumulated in
+// double (see norm.cpp). Backward passes
 // recompute the row statistics from x, as the CUDA kernels do.
 #include <cstdint>
 

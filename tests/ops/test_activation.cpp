@@ -47,8 +47,8 @@ std::vector<Case> cases() {
   };
 }
 
-// A [n]-element tensor whose data starts `offset` elements into a larger allocation, so an
-// offset of 1 breaks 16-byte alignment. `keep` owns the allocation.
+// A tensor of `shape` holding `values` (or poison), whose data starts `offset` elements into a
+// larger allocation, so an offset of 1 breaks 16-byte alignment. `keep` owns the allocation.
 Tensor offset_tensor(const std::vector<double>& values, const Shape& shape, const Impl& impl, int offset, bool poison,
                      Tensor& keep) {
   std::vector<double> padded(offset, 0.0);
@@ -78,8 +78,7 @@ void check_case(const Case& c, const Impl& impl, const Shape& shape, int offset,
     in.push_back(offset_tensor(vals.back(), shape, impl, offset, false, keep[i]));
   }
   for (int o = 0; o < c.outputs; ++o)
-    out.push_back(offset_tensor({}, shape, impl, offset, true, keep[c.inputs + o]));
-  // The poisoned outputs need n elements after the offset.
+    out.push_back(offset_tensor(std::vector<double>(n), shape, impl, offset, true, keep[c.inputs + o]));
   c.run(in, out);
   const auto refs = c.ref(vals);
   for (int o = 0; o < c.outputs; ++o) {

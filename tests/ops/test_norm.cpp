@@ -48,6 +48,9 @@ Inputs make_inputs(const Impl& impl, std::int64_t rows, std::int64_t dim, double
   return in;
 }
 
+// A common offset much larger than the spread costs fp32 digits in any correct computation
+// (the mean itself carries an error relative to the offset), so f32 is allowed
+// 2e-6 * offset / scale; a one-pass E[x^2] - E[x]^2 variance would be off by far more.
 void check_forward(Norm norm, const Impl& impl, std::int64_t rows, std::int64_t dim, double scale, double offset,
                    std::uint64_t salt) {
   SCOPED_TRACE(testing::Message() << name(norm) << " " << impl << " rows " << rows << " dim " << dim << " scale "
@@ -65,7 +68,9 @@ void check_forward(Norm norm, const Impl& impl, std::int64_t rows, std::int64_t 
     layernorm_forward(x, w, b, y, kEps);
     ref = ref::layernorm_forward(in.x, in.weight, in.bias, rows, dim, kEps);
   }
-  EXPECT_TRUE(test::close_to_reference(test::read_tensor(y), ref, impl.dtype, test::quantize(ref, impl.dtype)));
+  const double f32_rtol = 2e-6 * std::max(1.0, offset / scale);
+  EXPECT_TRUE(
+      test::close_to_reference(test::read_tensor(y), ref, impl.dtype, test::quantize(ref, impl.dtype), f32_rtol));
 }
 
 // dweight and dbias are sums over `rows` products, accumulated in fp32 by every implementation:
@@ -83,6 +88,13 @@ testing::AssertionResult sum_close(const Tensor& got, const std::vector<double>&
                                   std::max(1e-5, tol));
 }
 
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) subtracts projections of g that can be as
+// large as g itself, so its fp32 error is relative to rstd * |g|, which on short rows exceeds
+// |dx|: f32 is allowed 1e-5 rather than 2e-6 of the scale.
+testing::AssertionResult dx_close(const Tensor& got, const std::vector<double>& ref, DType dtype) {
+  return test::close_to_reference(test::read_tensor(got), ref, dtype, test::quantize(ref, dtype), 1e-5);
+}
+
 void check_backward(Norm norm, const Impl& impl, std::int64_t rows, std::int64_t dim, double scale,
                     std::uint64_t salt) {
   SCOPED_TRACE(testing::Message() << name(norm) << " backward " << impl << " rows " << rows << " dim " << dim
@@ -96,17 +108,13 @@ void check_backward(Norm norm, const Impl& impl, std::int64_t rows, std::int64_t
   if (norm == Norm::rms) {
     rmsnorm_backward(x, w, dy, dx, dw, kEps);
     const auto ref = ref::rmsnorm_backward(in.x, in.weight, in.dy, rows, dim, kEps);
-    EXPECT_TRUE(
-        test::close_to_reference(test::read_tensor(dx), ref.dx, impl.dtype, test::quantize(ref.dx, impl.dtype)))
-        << "dx";
+    EXPECT_TRUE(dx_close(dx, ref.dx, impl.dtype)) << "dx";
     EXPECT_TRUE(sum_close(dw, ref.dweight, impl.dtype, rows)) << "dweight";
   } else {
     Tensor db = test::make_poisoned({dim}, impl.dtype, impl.device);
     layernorm_backward(x, w, dy, dx, dw, db, kEps);
     const auto ref = ref::layernorm_backward(in.x, in.weight, in.dy, rows, dim, kEps);
-    EXPECT_TRUE(
-        test::close_to_reference(test::read_tensor(dx), ref.dx, impl.dtype, test::quantize(ref.dx, impl.dtype)))
-        << "dx";
+    EXPECT_TRUE(dx_close(dx, ref.dx, impl.dtype)) << "dx";
     EXPECT_TRUE(sum_close(dw, ref.dweight, impl.dtype, rows)) << "dweight";
     EXPECT_TRUE(sum_close(db, ref.dbias, impl.dtype, rows)) << "dbias";
   }
@@ -137,7 +145,7 @@ TEST_P(NormOp, ForwardLargeAndOffsetInputs) {
       check_forward(norm, impl, 5, dim, 1.0, 0.0, ++salt);
     }
   // A large common offset: LayerNorm's variance must not cancel (two-pass statistics).
-  for (std::int64_t dim : {113, 1024, 8192}) check_forward(Norm::layer, impl, 4, dim, 2.0, 300.0, ++salt);
+  for (std::int64_t dim : {113, 1024, 8192}) check_forward(Norm::layer, impl, 4, dim, 1.0, 1000.0, ++salt);
 }
 
 TEST_P(NormOp, BackwardOddShapes) {
