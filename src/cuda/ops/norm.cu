@@ -31,7 +31,10 @@ enum class Kind { rms, layer };
 
 constexpr int kWarpRowThreads = 128;  // 4 warps, one row each
 constexpr int kForwardElems = 32;     // most row elements one thread keeps in registers, forward
-constexpr int kBackwardElems = 16;    // backward: x, dy, dweight and dbias live per element
+// Backward keeps x, dy, dweight and dbias per element. At 16 elements and 1024 threads (rows of
+// 8193..16384) ptxas spills 36-276 bytes per thread (to L1-cached local memory); longer rows
+// take the looping kernel.
+constexpr int kBackwardElems = 16;
 constexpr int kSumSlices = 16;        // row slices of the partial-sum kernel
 
 __device__ __forceinline__ float add(float a, float b) { return a + b; }
@@ -430,6 +433,24 @@ int pack_width(long long dim, std::initializer_list<const void*> ptrs) {
   return dim % V == 0 && all_aligned(ptrs, 16) ? V : 1;
 }
 
+template <class Kernel>
+struct Choice {
+  Kernel kernel;
+  int threads;
+  long long rows_per_block;
+};
+
+// The register kernel regs(warp, integral_constant<K>) when the row is packed and fits the
+// budget of kElems elements per thread; else the looping kernel of the pack width.
+template <class Kernel, int V, int kElems, class Regs>
+Choice<Kernel> choose_kernel(long long dim, bool packed, Regs regs, Kernel packed_loop, Kernel scalar_loop) {
+  if (!packed) return {scalar_loop, loop_threads(dim, 1), 1};
+  const Plan plan = plan_rows(dim, V, kElems);
+  const Kernel kernel = with_k<V, kElems>(plan.k, [&](auto kc) { return regs(plan.warp, kc); });
+  if (kernel == nullptr) return {packed_loop, 1024, 1};
+  return {kernel, plan.threads, plan.warp ? plan.threads / 32 : 1};
+}
+
 void check_dim_fits(long long dim, const char* where) {
   check_arg(dim <= INT_MAX / 2, where, "x.shape[1]", "<= 2^30 on CUDA", dim);
 }
@@ -449,24 +470,13 @@ void forward(const char* where, const Tensor& x, const Tensor& weight, const Ten
   const T* bp = bias ? bias->data_as<const T>() : nullptr;
   T* yp = y.data_as<T>();
 
-  ForwardKernel<T> kernel = &forward_loop<kKind, T, 1>;
-  int threads = loop_threads(dim, 1);
-  long long rows_per_block = 1;
-  if (pack_width<T>(dim, {xp, wp, bp, yp}) == V) {
-    const Plan plan = plan_rows(dim, V, kForwardElems);
-    ForwardKernel<T> regs = with_k<V, kForwardElems>(plan.k, [&](auto kc) -> ForwardKernel<T> {
-      constexpr int K = decltype(kc)::value;
-      return plan.warp ? &forward_regs<kKind, T, V, K, true> : &forward_regs<kKind, T, V, K, false>;
-    });
-    if (regs != nullptr) {
-      kernel = regs;
-      threads = plan.threads;
-      rows_per_block = plan.warp ? plan.threads / 32 : 1;
-    } else {
-      kernel = &forward_loop<kKind, T, V>;
-      threads = 1024;
-    }
-  }
+  const auto [kernel, threads, rows_per_block] = choose_kernel<ForwardKernel<T>, V, kForwardElems>(
+      dim, pack_width<T>(dim, {xp, wp, bp, yp}) == V,
+      [](bool warp, auto kc) -> ForwardKernel<T> {
+        constexpr int K = decltype(kc)::value;
+        return warp ? &forward_regs<kKind, T, V, K, true> : &forward_regs<kKind, T, V, K, false>;
+      },
+      &forward_loop<kKind, T, V>, &forward_loop<kKind, T, 1>);
   kernel<<<grid_for((rows + rows_per_block - 1) / rows_per_block), threads, 0, to_cuda(stream)>>>(
       xp, wp, bp, yp, rows, static_cast<int>(dim), eps);
   IGNIS_CHECK_LAUNCH();
@@ -514,24 +524,13 @@ void backward(const char* where, const Tensor& x, const Tensor& weight, const Te
   const T* gp = dy.data_as<const T>();
   T* dxp = dx.data_as<T>();
 
-  BackwardKernel<T> kernel = &backward_loop<kKind, T, 1>;
-  int threads = loop_threads(dim, 1);
-  long long rows_per_block = 1;
-  if (pack_width<T>(dim, {xp, wp, gp, dxp}) == V) {
-    const Plan plan = plan_rows(dim, V, kBackwardElems);
-    BackwardKernel<T> regs = with_k<V, kBackwardElems>(plan.k, [&](auto kc) -> BackwardKernel<T> {
-      constexpr int K = decltype(kc)::value;
-      return plan.warp ? &backward_regs<kKind, T, V, K, true> : &backward_regs<kKind, T, V, K, false>;
-    });
-    if (regs != nullptr) {
-      kernel = regs;
-      threads = plan.threads;
-      rows_per_block = plan.warp ? plan.threads / 32 : 1;
-    } else {
-      kernel = &backward_loop<kKind, T, V>;
-      threads = 1024;
-    }
-  }
+  const auto [kernel, threads, rows_per_block] = choose_kernel<BackwardKernel<T>, V, kBackwardElems>(
+      dim, pack_width<T>(dim, {xp, wp, gp, dxp}) == V,
+      [](bool warp, auto kc) -> BackwardKernel<T> {
+        constexpr int K = decltype(kc)::value;
+        return warp ? &backward_regs<kKind, T, V, K, true> : &backward_regs<kKind, T, V, K, false>;
+      },
+      &backward_loop<kKind, T, V>, &backward_loop<kKind, T, 1>);
   const cudaStream_t s = to_cuda(stream);
   const long long blocks =
       std::min((rows + rows_per_block - 1) / rows_per_block, resident_blocks<T>(kernel, threads));
