@@ -4,6 +4,7 @@
 // ignis::Error naming the problem, then dispatches on the tensors' device and dtype.
 // `*_supported(device, dtype)` answers whether a pair has an implementation, so callers and
 // tests can ask instead of catching. Outputs are (non-owning) tensors that the op writes into.
+#include "ignis/ops/activation.h"
 #include "ignis/ops/attention.h"
 #include "ignis/ops/attention_scores.h"
 #include "ignis/ops/cast.h"
@@ -11,6 +12,7 @@
 #include "ignis/ops/embedding.h"
 #include "ignis/ops/gemm.h"
 #include "ignis/ops/kv_cache.h"
+#include "ignis/ops/norm.h"
 #include "ignis/ops/rope.h"
 #include "ignis/ops/softmax.h"
 #include "ignis/ops/transpose.h"
