@@ -20,9 +20,10 @@ def torch():
 
 @pytest.fixture
 def cuda(torch):
-    """The torch module, when torch sees a GPU and ignis was built with CUDA."""
+    """The torch module, when torch sees a GPU. Fails when ignis does not see it too (built without
+    nvcc, say), so that a GPU run cannot pass by skipping every GPU test."""
     if not torch.cuda.is_available():
         pytest.skip("torch sees no GPU")
     if not ignis.cuda_available():
-        pytest.skip(f"ignis has no GPU: {ignis.cuda_device_summary()}")
+        pytest.fail(f"torch sees a GPU but ignis does not: {ignis.cuda_device_summary()}")
     return torch
