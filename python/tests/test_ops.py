@@ -130,7 +130,8 @@ BAD_CALLS = {
     "dtype without softmax": (lambda: ignis.softmax(X.astype(np.int32)),
                               "softmax_forward: x.dtype on cpu: expected f32, got i32"),
     "rank": (lambda: ignis.softmax(X[0]), "softmax_forward: x.dim: expected 2, got 1"),
-    "not contiguous": (lambda: ignis.softmax(X.T), "softmax_forward: x.strides: expected contiguous [4, 1], got [1, 8]"),
+    "not contiguous": (lambda: ignis.softmax(X.T),
+                       "softmax_forward: x.strides: expected contiguous [4, 1], got [1, 8]"),
     "backward shape": (lambda: ignis.softmax_backward(X, X[:3]),
                        "softmax_backward: dy.shape: expected [4, 8], got [3, 8]"),
     "backward dtype": (lambda: ignis.softmax_backward(X, X.astype(np.float64)),
@@ -139,7 +140,8 @@ BAD_CALLS = {
                                 "softmax_backward: dy.dtype: expected f64, got f32"),
     "cast to bf16 numpy": (lambda: ignis.cast(X, "bf16"), "cast: dtype: expected f64, f32, f16, i32, i64 or u8 "
                            "for a numpy result (numpy has no bf16), got bf16"),
-    "cast dtype name": (lambda: ignis.cast(X, "int8"), 'cast: dtype: expected "f64", "f32", "f16" or "bf16", got "int8"'),
+    "cast dtype name": (lambda: ignis.cast(X, "int8"),
+                        'cast: dtype: expected "f64", "f32", "f16" or "bf16", got "int8"'),
     "cast integer source": (lambda: ignis.cast(X.astype(np.int32), "f32"),
                             "cast: dtypes: expected floating (f64, f32, f16, bf16), got i32 -> f32"),
 }
@@ -234,8 +236,8 @@ def test_softmax_backward_cuda(cuda, rng, dtype, shape):
 def test_cast_cuda_matches_torch(cuda, rng, src, dst):
     torch = cuda
     x = cuda_normal(torch, rng, (3, 1000), "f64", scale=100.0)
-    x[0, :10] = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 65519.0, 65520.0, 1e-6, 2049.0, 1e-40],
-                             dtype=torch.float64)
+    specials = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 65519.0, 65520.0, 1e-6, 2049.0, 1e-40]
+    x[0, : len(specials)] = torch.tensor(specials, dtype=torch.float64, device=x.device)
     x = x.to(torch_dtype(torch, src))
     got = ignis.cast(x, dst)
     assert got.device == x.device and got.dtype == torch_dtype(torch, dst)
@@ -301,7 +303,8 @@ def test_cuda_second_device(cuda, rng):
 def test_cuda_bad_arguments(cuda):
     torch = cuda
     x = torch.zeros((4, 8), device="cuda")
-    with pytest.raises(ignis.Error, match=re.escape("softmax_forward: x.dtype on cuda:0: expected f32, f16 or bf16, got f64")):
+    message = "softmax_forward: x.dtype on cuda:0: expected f32, f16 or bf16, got f64"
+    with pytest.raises(ignis.Error, match=re.escape(message)):
         ignis.softmax(x.double())
     with pytest.raises(ignis.Error, match=re.escape("softmax_backward: dy.device: expected cuda:0, got cpu")):
         ignis.softmax_backward(x, x.cpu())
