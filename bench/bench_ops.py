@@ -117,7 +117,7 @@ def device_ms(fn, input_sets, reps, warmup):
 
 
 def input_set_count(bytes_per_call):
-    """At least 4 sets, and enough that 3 calls' worth of other sets overflow L2 several times."""
+    """At least 4 sets, and enough that the calls between two uses of one set move 3x L2."""
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20)
     return max(4, math.ceil(3 * l2 / bytes_per_call) + 1)
 
