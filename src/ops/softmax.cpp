@@ -22,8 +22,8 @@ static void check_rows(const Tensor& t, const Tensor& like, const char* where, c
   check_device(t, like.device(), where, name);
 }
 
-static void check_supported(const Tensor& t, const char* where) {
-  check_arg(softmax_supported(t.device(), t.dtype()), where, "dtype on " + t.device().str(),
+static void check_supported(const Tensor& t, const char* where, const char* name) {
+  check_arg(softmax_supported(t.device(), t.dtype()), where, detail::concat(name, ".dtype on ", t.device()),
             t.device().is_cpu() ? "f32" : "f32, f16 or bf16", t.dtype());
 }
 
@@ -31,7 +31,7 @@ void softmax_forward(const Tensor& x, const Tensor& y, Stream stream) {
   constexpr const char* where = "softmax_forward";
   check_rows(x, x, where, "x");
   check_rows(y, x, where, "y");
-  check_supported(x, where);
+  check_supported(x, where, "x");
   if (x.device().is_cpu()) {
     cpu::softmax_forward_f32(x.data_as<const float>(), y.data_as<float>(), x.size(0), x.size(1));
     return;
@@ -46,7 +46,7 @@ void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx, Strea
   check_rows(y, y, where, "y");
   check_rows(dy, y, where, "dy");
   check_rows(dx, y, where, "dx");
-  check_supported(y, where);
+  check_supported(y, where, "y");
   if (y.device().is_cpu()) {
     cpu::softmax_backward_f32(y.data_as<const float>(), dy.data_as<const float>(), dx.data_as<float>(), y.size(0),
                               y.size(1));

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The Python module on the lent GPU machine: run through the `device` tool from the repo root.
+#   scripts/gpu_python.sh
+# pip-installs ignis offline (scikit-build-core, nanobind, CMake, ninja and nvcc are on that machine)
+# into a scratch folder, runs the pytest suite (the torch CUDA tests included), then the kernel
+# benchmark bench/bench_ops.py. Logs and bench-ops.md go to $OUT (when set) or build/gpu-logs.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+logs="${OUT:-$root/build/gpu-logs}"
+site="${IGNIS_PY_SITE:-/tmp/ignis-site}"
+mkdir -p "$logs"
+export PATH="/usr/local/cuda/bin:$PATH" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" PYTHONDONTWRITEBYTECODE=1
+cd "$root"
+
+start=$(date +%s)
+if ! python3 -m pip install --no-build-isolation --no-deps --upgrade --target "$site" . > "$logs/pip-install.log" 2>&1; then
+  tail -40 "$logs/pip-install.log"
+  echo "pip install: FAILED (log: pip-install.log)"
+  exit 1
+fi
+echo "pip install: ok ($(( $(date +%s) - start )) s)"
+export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+
+python3 -m pytest -q -rfE -p no:cacheprovider python/tests > "$logs/pytest.log" 2>&1
+tests=$?
+tail -25 "$logs/pytest.log"
+
+python3 bench/bench_ops.py --out "$logs/bench-ops.md" 2>&1 | tee "$logs/bench-ops.log"
+bench=${PIPESTATUS[0]}
+exit $(( tests != 0 || bench != 0 ))
