@@ -5,4 +5,5 @@
 // `*_supported(device, dtype)` answers whether a pair has an implementation, so callers and
 // tests can ask instead of catching. Outputs are (non-owning) tensors that the op writes into.
 #include "ignis/ops/cast.h"
+#include "ignis/ops/sampling.h"
 #include "ignis/ops/softmax.h"
