@@ -23,7 +23,7 @@ static void check_logits(const Tensor& logits, const char* where) {
   check_contiguous(logits, where, "logits");
   check_arg(sampling_supported(logits.device(), logits.dtype()), where, "logits.dtype on " + logits.device().str(),
             logits.device().is_cpu() ? "f32" : "f32, f16 or bf16", logits.dtype());
-  check_arg(logits.size(1) < std::numeric_limits<std::int32_t>::max(), where, "vocab", "< 2^31 - 1 (ids are i32)",
+  check_arg(logits.size(1) <= (std::int64_t{1} << 30), where, "vocab", "<= 2^30 (ids are i32)",
             logits.size(1));
 }
 

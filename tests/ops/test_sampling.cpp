@@ -52,15 +52,24 @@ std::int64_t row_mismatches(const std::vector<double>& got, const std::vector<do
   return bad;
 }
 
+// Runs a mask op on x into a poisoned output (or in place) and reads the result back.
+template <class Op>
+std::vector<double> run_mask(const Impl& impl, const std::vector<double>& x, std::int64_t rows, std::int64_t vocab,
+                             bool in_place, Op op) {
+  Tensor tx = test::make_tensor(x, {rows, vocab}, impl.dtype, impl.device);
+  Tensor ty = in_place ? tx : test::make_poisoned({rows, vocab}, impl.dtype, impl.device);
+  op(tx, ty);
+  return test::read_tensor(ty);
+}
+
 void check_top_k(const Impl& impl, std::int64_t rows, std::int64_t vocab, std::int64_t k, bool ties,
                  std::uint64_t salt, bool in_place = false) {
   SCOPED_TRACE(testing::Message() << impl << " rows " << rows << " vocab " << vocab << " k " << k << " ties " << ties
                                   << (in_place ? " in place" : ""));
   const auto x = make_logits(impl, rows, vocab, salt, ties, ties ? 7 : 0);
-  Tensor tx = test::make_tensor(x, {rows, vocab}, impl.dtype, impl.device);
-  Tensor ty = in_place ? tx : test::make_poisoned({rows, vocab}, impl.dtype, impl.device);
-  top_k_mask(tx, k, ty);
-  const auto got = test::read_tensor(ty);
+  const auto got = run_mask(impl, x, rows, vocab, in_place, [k](const Tensor& in, const Tensor& out) {
+    top_k_mask(in, k, out);
+  });
   const auto want = ref::top_k_mask(x, rows, vocab, k);
   for (std::int64_t r = 0; r < rows; ++r) EXPECT_EQ(row_mismatches(got, want, r, vocab), 0) << "row " << r;
 }
@@ -71,10 +80,9 @@ std::pair<int, int> check_top_p(const Impl& impl, std::int64_t rows, std::int64_
   SCOPED_TRACE(testing::Message() << impl << " rows " << rows << " vocab " << vocab << " p " << p << " ties " << ties
                                   << (in_place ? " in place" : ""));
   const auto x = make_logits(impl, rows, vocab, salt, ties, ties ? 5 : 0);
-  Tensor tx = test::make_tensor(x, {rows, vocab}, impl.dtype, impl.device);
-  Tensor ty = in_place ? tx : test::make_poisoned({rows, vocab}, impl.dtype, impl.device);
-  top_p_mask(tx, p, ty);
-  const auto got = test::read_tensor(ty);
+  const auto got = run_mask(impl, x, rows, vocab, in_place, [p](const Tensor& in, const Tensor& out) {
+    top_p_mask(in, p, out);
+  });
   const auto want = ref::top_p_mask(x, rows, vocab, p);
   int ambiguous = 0;
   for (std::int64_t r = 0; r < rows; ++r) {
