@@ -9,7 +9,7 @@
 namespace ignis {
 
 struct SamplingParams {
-  double temperature = 1.0;  // > 0; 0 means greedy (argmax, lowest index among equal maxima)
+  double temperature = 1.0;  // finite, >= 0; 0 means greedy (argmax, lowest index among equal maxima)
   std::int64_t top_k = 0;    // >= 0; 0 or >= vocab keeps every token
   double top_p = 1.0;        // in (0, 1]; 1 keeps every token
   std::uint64_t seed = 0;
