@@ -14,5 +14,6 @@
 #include "ignis/ops/kv_cache.h"
 #include "ignis/ops/norm.h"
 #include "ignis/ops/rope.h"
+#include "ignis/ops/sampling.h"
 #include "ignis/ops/softmax.h"
 #include "ignis/ops/transpose.h"

@@ -1,0 +1,291 @@
+// Every sampling implementation (CPU f32; CUDA f32/f16/bf16) against the fp64 reference: masks
+// survivor for survivor; ids exactly, except draws the reference marks as within 1e-7 (relative)
+// of a cumulative boundary, where the fixed-point rule may legitimately differ; CUDA ids equal
+// the CPU path's without exception; draw statistics, poisoned outputs and bad arguments.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "harness/op_harness.h"
+#include "ignis/ops.h"
+#include "ref/sampling.h"
+#include "ref/softmax.h"
+
+namespace ignis {
+namespace {
+
+using test::Impl;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// 25 times the fixed-point rule's worst deviation from the reference (4e-9 of the total at vocab 2^18).
+constexpr double kAmbiguous = 1e-7;
+const std::vector<std::int64_t> kVocabs = {1, 3, 17, 1023, 50257, 262144};
+
+class SamplingOp : public testing::TestWithParam<Impl> {};
+
+std::vector<std::int64_t> rows_for(std::int64_t vocab) {
+  return vocab > 20000 ? std::vector<std::int64_t>{1, 3} : std::vector<std::int64_t>{1, 3, 17};
+}
+
+// Normal logits (stddev 2); `ties` rounds them to integers so that many are equal; `mask_every`
+// sets every n-th entry to -inf, and all of row 0 when rows > 1.
+std::vector<double> make_logits(const Impl& impl, std::int64_t rows, std::int64_t vocab, std::uint64_t salt,
+                                bool ties, int mask_every) {
+  auto rng = test::case_rng(salt);
+  auto x = test::random_normal(rng, rows * vocab, 2.0);
+  if (ties)
+    for (double& v : x) v = std::round(v);
+  if (mask_every > 0) {
+    for (std::size_t i = 0; i < x.size(); i += mask_every) x[i] = -kInf;
+    if (rows > 1)
+      for (std::int64_t c = 0; c < vocab; ++c) x[c] = -kInf;
+  }
+  return test::quantize(x, impl.dtype);
+}
+
+// Entries of row r that differ from the expected mask (-inf compared exactly; NaN is unwritten).
+std::int64_t row_mismatches(const std::vector<double>& got, const std::vector<double>& want, std::int64_t r,
+                            std::int64_t vocab) {
+  std::int64_t bad = 0;
+  for (std::int64_t i = r * vocab; i < (r + 1) * vocab; ++i) bad += !(got[i] == want[i]);
+  return bad;
+}
+
+// Runs a mask op on x into a poisoned output (or in place) and reads the result back.
+template <class Op>
+std::vector<double> run_mask(const Impl& impl, const std::vector<double>& x, std::int64_t rows, std::int64_t vocab,
+                             bool in_place, Op op) {
+  Tensor tx = test::make_tensor(x, {rows, vocab}, impl.dtype, impl.device);
+  Tensor ty = in_place ? tx : test::make_poisoned({rows, vocab}, impl.dtype, impl.device);
+  op(tx, ty);
+  return test::read_tensor(ty);
+}
+
+void check_top_k(const Impl& impl, std::int64_t rows, std::int64_t vocab, std::int64_t k, bool ties,
+                 std::uint64_t salt, bool in_place = false) {
+  SCOPED_TRACE(testing::Message() << impl << " rows " << rows << " vocab " << vocab << " k " << k << " ties " << ties
+                                  << (in_place ? " in place" : ""));
+  const auto x = make_logits(impl, rows, vocab, salt, ties, ties ? 7 : 0);
+  const auto got = run_mask(impl, x, rows, vocab, in_place, [k](const Tensor& in, const Tensor& out) {
+    top_k_mask(in, k, out);
+  });
+  const auto want = ref::top_k_mask(x, rows, vocab, k);
+  for (std::int64_t r = 0; r < rows; ++r) EXPECT_EQ(row_mismatches(got, want, r, vocab), 0) << "row " << r;
+}
+
+// Returns {rows compared, rows set aside as ambiguous}.
+std::pair<int, int> check_top_p(const Impl& impl, std::int64_t rows, std::int64_t vocab, double p, bool ties,
+                                std::uint64_t salt, bool in_place = false) {
+  SCOPED_TRACE(testing::Message() << impl << " rows " << rows << " vocab " << vocab << " p " << p << " ties " << ties
+                                  << (in_place ? " in place" : ""));
+  const auto x = make_logits(impl, rows, vocab, salt, ties, ties ? 5 : 0);
+  const auto got = run_mask(impl, x, rows, vocab, in_place, [p](const Tensor& in, const Tensor& out) {
+    top_p_mask(in, p, out);
+  });
+  const auto want = ref::top_p_mask(x, rows, vocab, p);
+  int ambiguous = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (want.margin[r] < kAmbiguous) {
+      ++ambiguous;
+      continue;
+    }
+    EXPECT_EQ(row_mismatches(got, want.masked, r, vocab), 0) << "row " << r << " margin " << want.margin[r];
+  }
+  return {static_cast<int>(rows), ambiguous};
+}
+
+TEST_P(SamplingOp, TopKMaskMatchesReference) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, sampling_supported(impl.device, impl.dtype));
+  std::uint64_t salt = 0;
+  for (std::int64_t vocab : kVocabs)
+    for (std::int64_t rows : rows_for(vocab))
+      for (std::int64_t k : {1, 3, 50, 1024})
+        for (bool ties : {false, true}) check_top_k(impl, rows, vocab, k, ties, ++salt);
+  check_top_k(impl, 3, 5000, 0, false, ++salt);
+  check_top_k(impl, 3, 5000, 77, true, ++salt, true);
+}
+
+TEST_P(SamplingOp, TopPMaskMatchesReference) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, sampling_supported(impl.device, impl.dtype));
+  std::uint64_t salt = 1000;
+  int compared = 0, ambiguous = 0;
+  auto tally = [&](std::pair<int, int> counts) {
+    compared += counts.first;
+    ambiguous += counts.second;
+  };
+  for (std::int64_t vocab : kVocabs)
+    for (std::int64_t rows : rows_for(vocab))
+      for (double p : {0.1, 0.5, 0.9, 1.0})
+        for (bool ties : {false, true}) tally(check_top_p(impl, rows, vocab, p, ties, ++salt));
+  tally(check_top_p(impl, 3, 5000, 0.7, true, ++salt, true));
+  EXPECT_LT(ambiguous * 5, compared) << ambiguous << " of " << compared << " rows were too close to call";
+}
+
+// ids of one (shape, params) case against the reference, and on CUDA against the CPU path.
+std::pair<int, int> check_sample(const Impl& impl, std::int64_t rows, std::int64_t vocab, const SamplingParams& params,
+                                 bool ties, std::uint64_t salt) {
+  SCOPED_TRACE(testing::Message() << impl << " rows " << rows << " vocab " << vocab << " T " << params.temperature
+                                  << " k " << params.top_k << " p " << params.top_p << " seed " << params.seed
+                                  << " ties " << ties);
+  const auto x = make_logits(impl, rows, vocab, salt, ties, ties ? 3 : 0);
+  Tensor tx = test::make_tensor(x, {rows, vocab}, impl.dtype, impl.device);
+  Tensor ids = test::make_poisoned({rows}, DType::i32, impl.device);
+  sample(tx, params, ids);
+  const auto got = test::read_tensor(ids);
+  const auto want = ref::sample(x, rows, vocab, params);
+  int ambiguous = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    EXPECT_TRUE(got[r] >= 0 && got[r] < vocab) << "row " << r << " id " << got[r];
+    if (want.margin[r] < kAmbiguous) {
+      ++ambiguous;
+      continue;
+    }
+    EXPECT_EQ(got[r], want.ids[r]) << "row " << r << " margin " << want.margin[r];
+  }
+  if (impl.device.is_cuda()) {
+    Tensor host_ids = test::make_poisoned({rows}, DType::i32, Device::cpu());
+    sample(test::make_tensor(x, {rows, vocab}, DType::f32, Device::cpu()), params, host_ids);
+    EXPECT_EQ(got, test::read_tensor(host_ids)) << "CUDA and CPU must draw the same ids";
+  }
+  return {static_cast<int>(rows), ambiguous};
+}
+
+TEST_P(SamplingOp, SampleMatchesReference) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, sampling_supported(impl.device, impl.dtype));
+  struct Combo {
+    double temperature;
+    std::int64_t top_k;
+    double top_p;
+  };
+  const std::vector<Combo> combos = {{1.0, 0, 1.0},   {1.0, 1, 1.0},    {0.7, 3, 0.9},
+                                     {1.0, 50, 1.0},  {1.3, 1024, 0.9}, {1.0, 0, 0.1},
+                                     {0.8, 0, 0.9},   {0.0, 0, 1.0},    {1.0, 50, 0.1}};
+  std::uint64_t salt = 2000;
+  int compared = 0, ambiguous = 0;
+  for (std::int64_t vocab : kVocabs)
+    for (std::int64_t rows : rows_for(vocab))
+      for (std::size_t c = 0; c < combos.size(); ++c)
+        for (std::uint64_t seed = 1; seed <= (vocab > 20000 ? 1u : 3u); ++seed) {
+          const SamplingParams params{combos[c].temperature, combos[c].top_k, combos[c].top_p, seed * 7919,
+                                      seed + c};
+          const auto counts = check_sample(impl, rows, vocab, params, c % 2 == 1, ++salt);
+          compared += counts.first;
+          ambiguous += counts.second;
+        }
+  EXPECT_LT(ambiguous * 5, compared) << ambiguous << " of " << compared << " draws were too close to call";
+}
+
+// 20000 rows of one 5-token distribution in one call: chi-square with 4 degrees of freedom at the
+// 0.1% level (critical value 18.47), plain, after top-k 3 and after top-p 0.5.
+TEST_P(SamplingOp, DrawsFollowTheDistribution) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, sampling_supported(impl.device, impl.dtype));
+  const std::int64_t rows = 20000, vocab = 5;
+  const std::vector<double> probs = {0.1, 0.2, 0.3, 0.15, 0.25};
+  std::vector<double> row;
+  for (double p : probs) row.push_back(std::log(p));
+  row = test::quantize(row, impl.dtype);
+  std::vector<double> x;
+  for (std::int64_t r = 0; r < rows; ++r) x.insert(x.end(), row.begin(), row.end());
+  Tensor tx = test::make_tensor(x, {rows, vocab}, impl.dtype, impl.device);
+  for (const SamplingParams& params : {SamplingParams{1.0, 0, 1.0, 42, 0}, SamplingParams{1.0, 3, 1.0, 43, 0},
+                                       SamplingParams{1.0, 0, 0.5, 44, 0}}) {
+    // The expected distribution: the reference's masks on the quantized row, then softmax.
+    auto kept = ref::top_k_mask(row, 1, vocab, params.top_k);
+    kept = ref::top_p_mask(kept, 1, vocab, params.top_p).masked;
+    const auto expected = ref::softmax_forward(kept, 1, vocab);
+    Tensor ids = test::make_poisoned({rows}, DType::i32, impl.device);
+    sample(tx, params, ids);
+    std::vector<double> counts(vocab);
+    for (double id : test::read_tensor(ids)) {
+      ASSERT_TRUE(id >= 0 && id < vocab) << id;
+      counts[static_cast<std::size_t>(id)] += 1;
+    }
+    double chi = 0.0;
+    for (std::int64_t i = 0; i < vocab; ++i) {
+      const double e = expected[i] * rows;
+      if (e == 0.0)
+        EXPECT_EQ(counts[i], 0.0) << "token " << i << " was masked";
+      else
+        chi += (counts[i] - e) * (counts[i] - e) / e;
+    }
+    EXPECT_LT(chi, 18.47) << "top_k " << params.top_k << " top_p " << params.top_p;
+  }
+}
+
+TEST_P(SamplingOp, SeedsReproduceAndDiffer) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, sampling_supported(impl.device, impl.dtype));
+  const std::int64_t rows = 64, vocab = 1000;
+  const auto x = make_logits(impl, rows, vocab, 3000, false, 0);
+  Tensor tx = test::make_tensor(x, {rows, vocab}, impl.dtype, impl.device);
+  auto draw = [&](std::uint64_t seed, std::uint64_t step) {
+    Tensor ids = test::make_poisoned({rows}, DType::i32, impl.device);
+    sample(tx, {1.0, 0, 0.95, seed, step}, ids);
+    return test::read_tensor(ids);
+  };
+  EXPECT_EQ(draw(5, 1), draw(5, 1));
+  EXPECT_NE(draw(5, 1), draw(6, 1));
+  EXPECT_NE(draw(5, 1), draw(5, 2));
+}
+
+TEST_P(SamplingOp, RejectsBadArguments) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, sampling_supported(impl.device, impl.dtype));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = test::make_tensor(std::vector<double>(32, 0.5), {4, 8}, impl.dtype, impl.device);
+  Tensor out = test::make_poisoned({4, 8}, impl.dtype, impl.device);
+  Tensor ids = test::make_poisoned({4}, DType::i32, impl.device);
+  const DType other = impl.dtype == DType::f32 ? DType::f16 : DType::f32;
+  EXPECT_THROW(top_k_mask(x, -1, out), Error);
+  for (double p : {0.0, -0.1, 1.5, nan}) {
+    EXPECT_THROW(top_p_mask(x, p, out), Error) << p;
+    EXPECT_THROW(sample(x, {1.0, 0, p, 0, 0}, ids), Error) << p;
+  }
+  for (double t : {-1.0, nan, kInf}) EXPECT_THROW(sample(x, {t, 0, 1.0, 0, 0}, ids), Error) << t;
+  EXPECT_THROW(sample(x, {1.0, -1, 1.0, 0, 0}, ids), Error);
+  EXPECT_THROW(top_k_mask(x, 2, test::make_poisoned({4, 9}, impl.dtype, impl.device)), Error);
+  EXPECT_THROW(top_k_mask(x, 2, test::make_poisoned({4, 8}, other, impl.device)), Error);
+  EXPECT_THROW(top_p_mask(x, 0.5, test::make_poisoned({32}, impl.dtype, impl.device)), Error);
+  EXPECT_THROW(sample(x, {}, test::make_poisoned({4}, DType::i64, impl.device)), Error);
+  EXPECT_THROW(sample(x, {}, test::make_poisoned({5}, DType::i32, impl.device)), Error);
+  EXPECT_THROW(sample(x, {}, test::make_poisoned({4, 1}, DType::i32, impl.device)), Error);
+  EXPECT_THROW(sample(test::make_poisoned({32}, impl.dtype, impl.device), {}, ids), Error);
+  EXPECT_THROW(sample(test::make_poisoned({4, 0}, impl.dtype, impl.device), {}, ids), Error);
+  Tensor strided = Tensor::view(x.data(), impl.dtype, impl.device, {4, 4}, {8, 2});
+  EXPECT_THROW(sample(strided, {}, ids), Error);
+  EXPECT_THROW(top_k_mask(strided, 1, strided), Error);
+  if (cuda_available()) {
+    const Device elsewhere = impl.device.is_cpu() ? Device::cuda(0) : Device::cpu();
+    EXPECT_THROW(sample(x, {}, test::make_poisoned({4}, DType::i32, elsewhere)), Error);
+    if (sampling_supported(elsewhere, impl.dtype))
+      EXPECT_THROW(top_k_mask(x, 2, test::make_poisoned({4, 8}, impl.dtype, elsewhere)), Error);
+  }
+  try {
+    sample(x, {1.0, 0, 1.5, 0, 0}, ids);
+    ADD_FAILURE() << "top_p 1.5 was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "sample: top_p: expected a value in (0, 1], got 1.5");
+  }
+  // Valid calls still work after the rejected ones, and every id is written.
+  sample(x, {}, ids);
+  for (double id : test::read_tensor(ids)) EXPECT_TRUE(id >= 0 && id < 8) << id;
+}
+
+TEST(SamplingOp, RejectsUnsupportedDtype) {
+  Tensor x = test::make_poisoned({2, 2}, DType::f64, Device::cpu());
+  Tensor ids = test::make_poisoned({2}, DType::i32, Device::cpu());
+  EXPECT_FALSE(sampling_supported(Device::cpu(), DType::f64));
+  EXPECT_THROW(sample(x, {}, ids), Error);
+  EXPECT_THROW(top_k_mask(x, 1, x), Error);
+  EXPECT_THROW(top_p_mask(x, 0.5, x), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Impls, SamplingOp, testing::ValuesIn(test::all_impls()), test::impl_param_name);
+
+}  // namespace
+}  // namespace ignis
