@@ -45,10 +45,15 @@ for tool in memcheck racecheck; do
   row "compute-sanitizer $tool" "$([ $status -eq 0 ] && echo ok || echo "FAILED (rc $status)"): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/sanitizer-$tool.log" | tail -1)"
 done
 
-if [ -x "$build/bench/ignis_bench" ]; then
-  "$build/bench/ignis_bench" > "$logs/bench.log" 2>&1
-  row "benchmarks" "$([ $? -eq 0 ] && echo ok || echo FAILED): see bench.log"
-fi
+# The Python module is built there (its Python differs from the dev machine's), then its
+# pytest suite (torch CUDA cases included) and the kernel benchmark against torch.
+OUT="$logs" "$root/scripts/gpu_python.sh" > "$logs/python.log" 2>&1
+status=$?
+row "python: pip install" "$(grep -m1 '^pip install' "$logs/python.log")"
+row "python: pytest (torch on GPU)" "$(grep -E '[0-9]+ (passed|failed)' "$logs/python.log" | tail -1)"
+row "python: benchmarks" "$([ $status -eq 0 ] && echo ok || echo "FAILED (rc $status)"): bench-ops.md"
+[ $status -eq 0 ] || tail -40 "$logs/python.log"
+[ -f "$logs/bench-ops.md" ] && { echo; cat "$logs/bench-ops.md"; }
 
 echo
 echo "== ignis GPU run, $(date -u +%Y-%m-%dT%H:%MZ) =="
