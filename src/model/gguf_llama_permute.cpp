@@ -36,6 +36,7 @@ void move_rows(std::span<const std::byte> src, std::span<std::byte> dst, std::in
 
 std::vector<float> move_float_rows(std::span<const float> w, std::int64_t n_heads, std::int64_t head_dim,
                                    Direction direction, const char* where) {
+  (void)row_bytes(w.size(), n_heads, head_dim, where);  // reports sizes in floats, not bytes
   std::vector<float> out(w.size());
   move_rows(std::as_bytes(w), std::as_writable_bytes(std::span<float>(out)), n_heads, head_dim, direction, where);
   return out;
