@@ -125,6 +125,7 @@ void ggml_dequantize(GgmlType type, std::span<const std::byte> src, std::span<fl
   const std::size_t blocks = dst.size() / info.block_elems;
   check_arg(src.size() / info.block_bytes == blocks && src.size() % info.block_bytes == 0, "gguf: dequantize",
             what + " bytes", blocks * info.block_bytes, src.size());
+  if (blocks == 0) return;  // an empty span may hold a null pointer, which memcpy must not see
   const std::byte* in = src.data();
   float* out = dst.data();
   switch (type) {

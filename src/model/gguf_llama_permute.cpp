@@ -22,6 +22,7 @@ void move_rows(std::span<const std::byte> src, std::span<std::byte> dst, std::in
                Direction direction, const char* where) {
   check_arg(dst.size() == src.size(), where, "dst size", src.size(), dst.size());
   const std::size_t bytes = row_bytes(src.size(), n_heads, head_dim, where);
+  if (bytes == 0) return;  // empty rows: nothing to move, and the spans may be null
   for (std::int64_t head = 0; head < n_heads; ++head) {
     const std::size_t base = static_cast<std::size_t>(head * head_dim);
     for (std::int64_t h = 0; h < head_dim; ++h) {

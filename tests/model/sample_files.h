@@ -96,6 +96,7 @@ inline GgufWriter sample_gguf_writer() {
                               gguf_array<std::uint32_t>({3})}));
   w.add("a.nested_strings", GgufType::ARRAY, gguf_array_of_arrays({gguf_array<std::string>({"x", "yz"})}));
 
+  w.add_tensor("empty", GgmlType::F32, {0, 3}, {});
   // [2, 3] f32: rows {1, 2, 3}, {4, 5, 6}; GGUF dims are innermost first.
   w.add_tensor("f32", GgmlType::F32, {3, 2}, raw_values<float>({1, 2, 3, 4, 5, 6}));
   w.add_tensor("f16", GgmlType::F16, {3}, raw_values<std::uint16_t>({kF16Half, kF16MinusTwo, 0x7c00}));

@@ -26,7 +26,7 @@ TEST_F(GgufSample, Header) {
   EXPECT_EQ(file_.data_offset() % 64, 0u);
   EXPECT_EQ(file_.metadata().size(), 29u);
   EXPECT_EQ(file_.metadata()[0].first, "general.architecture");  // file order is kept
-  EXPECT_EQ(file_.tensors().size(), 7u);
+  EXPECT_EQ(file_.tensors().size(), 8u);
 }
 
 TEST_F(GgufSample, ScalarMetadata) {
@@ -122,6 +122,8 @@ TEST_F(GgufSample, DequantizePlainTypes) {
   EXPECT_EQ(h[1], -2.0f);
   EXPECT_TRUE(std::isinf(h[2]) && h[2] > 0);
   EXPECT_EQ(dequantize(file_.tensor("bf16")), (std::vector<float>{1.5f, -5.0f}));
+  EXPECT_EQ(file_.tensor("empty").shape, (std::vector<std::int64_t>{3, 0}));
+  EXPECT_TRUE(dequantize(file_.tensor("empty")).empty());
 }
 
 TEST_F(GgufSample, DequantizeQ8_0ByHand) {
@@ -169,7 +171,7 @@ TEST_F(GgufSample, Describe) {
   EXPECT_NE(text.find("gguf v3"), std::string::npos) << text;
   EXPECT_NE(text.find("architecture: llama"), std::string::npos) << text;
   EXPECT_NE(text.find("block_count: 4000000000"), std::string::npos) << text;
-  EXPECT_NE(text.find("tensors: 7"), std::string::npos) << text;
+  EXPECT_NE(text.find("tensors: 8"), std::string::npos) << text;
   EXPECT_NE(text.find("Q4_1: 1 tensors"), std::string::npos) << text;
 }
 

@@ -61,6 +61,7 @@ TEST(GgufLlamaPermute, BadArguments) {
   EXPECT_ERROR_CONTAINS(permute_qk_rows(w, 1, 3), "permute_qk_rows: head_dim: expected a positive even number, got 3");
   EXPECT_ERROR_CONTAINS(unpermute_qk_rows(w, 0, 4), "unpermute_qk_rows: n_heads: expected > 0, got 0");
   EXPECT_ERROR_CONTAINS(unpermute_qk_rows(w, 5, 2), "size: expected a multiple of 10 rows, got 12");
+  EXPECT_TRUE(unpermute_qk_rows(std::vector<float>{}, 2, 4).empty());
   std::vector<std::byte> src(8), dst(4);
   EXPECT_ERROR_CONTAINS(unpermute_qk_rows(src, dst, 1, 2), "dst size: expected 8, got 4");
 }
