@@ -1,8 +1,11 @@
 #pragma once
 // Overflow-checked unsigned arithmetic for sizes read from untrusted model files: a hostile
 // header must produce an error, never a wrapped size that passes a later bounds check.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace ignis::model {
 
@@ -28,6 +31,14 @@ inline std::optional<std::uint64_t> checked_align_up(std::uint64_t value, std::u
 // True when [offset, offset + length) lies inside [0, size).
 inline bool range_fits(std::uint64_t offset, std::uint64_t length, std::uint64_t size) {
   return offset <= size && length <= size - offset;
+}
+
+// The start of the first range that overlaps another, among non-empty [begin, end) ranges.
+inline std::optional<std::uint64_t> first_overlap(std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  for (std::size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second) return ranges[i].first;
+  return std::nullopt;
 }
 
 }  // namespace ignis::model

@@ -1,6 +1,5 @@
 #include "model/gguf.h"
 
-#include <algorithm>
 #include <bit>
 #include <limits>
 
@@ -325,10 +324,8 @@ class GgufParser {
       t.data = bytes_.subspan(static_cast<std::size_t>(*begin), static_cast<std::size_t>(n_bytes));
       if (n_bytes > 0) ranges.emplace_back(*begin, *end);
     }
-    std::sort(ranges.begin(), ranges.end());
-    for (std::size_t i = 1; i < ranges.size(); ++i)
-      if (ranges[i].first < ranges[i - 1].second)
-        fail(detail::concat("tensor data ranges overlap at offset ", ranges[i].first));
+    if (const auto overlap = first_overlap(std::move(ranges)))
+      fail(detail::concat("tensor data ranges overlap at offset ", *overlap));
   }
 
   GgufFile& f_;

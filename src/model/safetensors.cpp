@@ -1,6 +1,5 @@
 #include "model/safetensors.h"
 
-#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -151,10 +150,8 @@ void SafetensorsFile::parse_header() {
     if (t.end > t.begin) ranges.emplace_back(t.begin, t.end);
     tensors_.push_back(std::move(t));
   }
-  std::sort(ranges.begin(), ranges.end());
-  for (std::size_t i = 1; i < ranges.size(); ++i)
-    if (ranges[i].first < ranges[i - 1].second)
-      fail_in(source_, detail::concat("tensor data ranges overlap at data offset ", ranges[i].first));
+  if (const auto overlap = first_overlap(std::move(ranges)))
+    fail_in(source_, detail::concat("tensor data ranges overlap at data offset ", *overlap));
   // nlohmann's object is ordered by key, so tensors_ is sorted by name.
   for (std::size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
 }
@@ -170,9 +167,18 @@ const SafetensorsTensor& SafetensorsFile::tensor(std::string_view name) const {
   return *t;
 }
 
-std::vector<float> to_f32(const SafetensorsTensor& tensor) {
+namespace {
+
+void require_convertible(const SafetensorsTensor& tensor) {
   if (tensor.dtype == SafetensorsDType::F8_E4M3 || tensor.dtype == SafetensorsDType::F8_E5M2)
-    to_f32(tensor, {});  // throws the unsupported-dtype error before anything is allocated
+    throw Error(detail::concat("safetensors: to_f32: tensor '", tensor.name, "' has dtype ",
+                               safetensors_dtype_name(tensor.dtype), ", which is not supported"));
+}
+
+}  // namespace
+
+std::vector<float> to_f32(const SafetensorsTensor& tensor) {
+  require_convertible(tensor);  // before allocating the output
   std::vector<float> out(static_cast<std::size_t>(tensor.n_elements));
   to_f32(tensor, out);
   return out;
@@ -181,9 +187,7 @@ std::vector<float> to_f32(const SafetensorsTensor& tensor) {
 void to_f32(const SafetensorsTensor& tensor, std::span<float> out) {
   const std::string what = "tensor '" + tensor.name + "'";
   const SafetensorsDType dt = tensor.dtype;
-  if (dt == SafetensorsDType::F8_E4M3 || dt == SafetensorsDType::F8_E5M2)
-    throw Error(detail::concat("safetensors: to_f32: ", what, " has dtype ", safetensors_dtype_name(dt),
-                               ", which is not supported"));
+  require_convertible(tensor);
   check_arg(out.size() == tensor.n_elements, "safetensors: to_f32", "output size for " + what, tensor.n_elements,
             out.size());
   check_arg(tensor.data.size() == tensor.n_elements * safetensors_dtype_size(dt), "safetensors: to_f32",

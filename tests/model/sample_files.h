@@ -5,10 +5,14 @@
 // decoded results by hand.
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
+#include "ignis/error.h"
 #include "model/gguf_writer.h"
 #include "model/safetensors_writer.h"
 
@@ -132,6 +136,27 @@ inline Bytes sample_safetensors() {
   w.add("empty", "F32", {0, 4}, {});
   w.add("fp8", "F8_E4M3", {2}, raw_values<std::uint8_t>({0x38, 0x40}));
   return w.build();
+}
+
+// Changes 1 to max_changes random bytes, each either set to a random value or one bit flipped;
+// positions are drawn below `region_end` except one time in `whole_file_every` (0: never).
+inline void corrupt_bytes(Bytes& bytes, std::mt19937_64& rng, std::size_t region_end, int max_changes,
+                          int whole_file_every = 0) {
+  const int changes = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(max_changes));
+  for (int c = 0; c < changes; ++c) {
+    const bool anywhere = whole_file_every > 0 && rng() % static_cast<std::uint64_t>(whole_file_every) == 0;
+    const std::size_t at = rng() % (anywhere ? bytes.size() : region_end);
+    bytes[at] = rng() % 2 ? static_cast<std::byte>(rng()) : (bytes[at] ^ static_cast<std::byte>(1u << (rng() % 8)));
+  }
+}
+
+// Expects every strict prefix of `full` to make `parse` throw ignis::Error.
+template <class Parse>
+void expect_every_prefix_rejected(const Bytes& full, Parse parse) {
+  for (std::size_t n = 0; n < full.size(); ++n) {
+    const Bytes prefix(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(n));
+    EXPECT_THROW(parse(prefix), Error) << "prefix length " << n;
+  }
 }
 
 // A file in a fresh temporary directory, removed with the object.

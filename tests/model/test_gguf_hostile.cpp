@@ -152,10 +152,7 @@ TEST(GgufHostile, TensorDataPlacement) {
 TEST(GgufHostile, EveryPrefixIsRejected) {
   const Bytes full = test::sample_gguf();
   ASSERT_NO_THROW((void)GgufFile::parse(full));
-  for (std::size_t n = 0; n < full.size(); ++n) {
-    const Bytes prefix(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(n));
-    EXPECT_THROW((void)GgufFile::parse(prefix), Error) << "prefix length " << n;
-  }
+  test::expect_every_prefix_rejected(full, [](const Bytes& b) { (void)GgufFile::parse(b); });
 }
 
 // Random byte changes: the reader parses or throws ignis::Error, and whatever parses can be
@@ -168,13 +165,7 @@ TEST(GgufHostile, RandomByteFlipsNeverCrash) {
   int parsed = 0;
   for (int trial = 0; trial < 4000; ++trial) {
     Bytes bytes = full;
-    const int flips = 1 + static_cast<int>(rng() % 4);
-    for (int f = 0; f < flips; ++f) {
-      // Mostly in the header, where the structure lives.
-      const std::size_t limit = rng() % 8 == 0 ? bytes.size() : header_end;
-      const std::size_t at = rng() % limit;
-      bytes[at] = rng() % 2 ? static_cast<std::byte>(rng()) : (bytes[at] ^ static_cast<std::byte>(1u << (rng() % 8)));
-    }
+    test::corrupt_bytes(bytes, rng, header_end, 4, 8);  // mostly the header, where the structure lives
     try {
       const GgufFile g = GgufFile::parse(bytes);
       ++parsed;
