@@ -128,9 +128,9 @@ static double max_abs_error(const std::vector<double>& a, const std::vector<doub
 }
 
 Verdict judge(const std::vector<double>& got, const std::vector<double>& ref, DType dtype,
-              const std::vector<double>& naive, double f32_rtol, double floor) {
+              const std::vector<double>& naive, double f32_rtol, double floor, double magnitude) {
   Verdict v;
-  double scale = 1.0;
+  double scale = magnitude;
   for (double r : ref)
     if (std::isfinite(r)) scale = std::max(scale, std::abs(r));
   for (std::size_t i = 0; i < got.size() && i < ref.size(); ++i)
@@ -148,12 +148,12 @@ Verdict judge(const std::vector<double>& got, const std::vector<double>& ref, DT
 
 testing::AssertionResult close_to_reference(const std::vector<double>& got, const std::vector<double>& ref,
                                             DType dtype, const std::vector<double>& naive, double f32_rtol,
-                                            double floor) {
+                                            double floor, double magnitude) {
   if (got.size() != ref.size())
     return testing::AssertionFailure() << "output has " << got.size() << " elements, reference " << ref.size();
   if ((dtype == DType::f16 || dtype == DType::bf16) && naive.size() != ref.size())
     return testing::AssertionFailure() << "a " << dtype << " check needs the naive same-precision result";
-  const Verdict v = judge(got, ref, dtype, naive, f32_rtol, floor);
+  const Verdict v = judge(got, ref, dtype, naive, f32_rtol, floor, magnitude);
   if (v.unwritten > 0)
     return testing::AssertionFailure() << v.unwritten << " of " << got.size()
                                        << " output elements are NaN (never written?), first bad index "
