@@ -23,7 +23,8 @@ std::vector<std::int64_t> append(nb::handle k_cache_arg, nb::handle v_cache_arg,
   const Tensor& l = lengths.tensor;
   std::vector<std::int64_t> host;
   if (host_lengths) host = std::move(*host_lengths);
-  else if (l.dim() == 1 && l.dtype() == DType::i32) host = nb::cast<std::vector<std::int64_t>>(lengths.object.attr("tolist")());
+  else if (l.dim() == 1 && l.dtype() == DType::i32)
+    host = nb::cast<std::vector<std::int64_t>>(lengths.object.attr("tolist")());
   run_op(k_cache, stream, [&](Stream s) {
     kv_cache_append(k_cache.tensor, v_cache.tensor, k_new.tensor, v_new.tensor, lengths.tensor, host, s);
   });

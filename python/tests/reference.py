@@ -265,3 +265,50 @@ def ref_sample(x, temperature=1.0, top_k=0, top_p=1.0, seed=0, step=0):
         before = cum[i - 1] if i else 0.0
         margins[r] = min(margin_p, min(threshold - before, cum[i] - threshold) / cum[-1])
     return ids, margins
+
+
+# ---- attention -----------------------------------------------------------------------------------
+
+
+def attention_mask(seqlen_q, seqlen_k, causal=False, window=(-1, -1)):
+    """[seqlen_q, seqlen_k] bool, bottom-right aligned: key j is visible to query i when j <= i + d
+    (causal) and i + d - left <= j <= i + d + right (window sides, -1 unlimited), d = seqlen_k - seqlen_q."""
+    i = np.arange(seqlen_q)[:, None] + (seqlen_k - seqlen_q)
+    j = np.arange(seqlen_k)[None, :]
+    visible = np.ones((seqlen_q, seqlen_k), dtype=bool)
+    if causal:
+        visible &= j <= i
+    left, right = window
+    if left >= 0:
+        visible &= j >= i - left
+    if right >= 0:
+        visible &= j <= i + right
+    return visible
+
+
+def ref_attention_scores(q, k, scale, causal=False, window=(-1, -1), softcap=0.0):
+    """q: [batch, seqlen_q, heads_q, d], k: [batch, seqlen_k, heads_kv, d] -> scores
+    [batch, heads_q, seqlen_q, seqlen_k] in float64, -inf where masked (GQA: head h reads h // group)."""
+    q, k = f64(q), f64(k)
+    group = q.shape[2] // k.shape[2]
+    kk = np.repeat(k, group, axis=2)
+    s = np.einsum("bqhd,bkhd->bhqk", q, kk) * scale
+    if softcap > 0:
+        s = softcap * np.tanh(s / softcap)
+    return np.where(attention_mask(q.shape[1], k.shape[1], causal, window), s, -np.inf)
+
+
+def ref_attention(q, k, v, scale, causal=False, window=(-1, -1), softcap=0.0):
+    """(o [batch, seqlen_q, heads_q, d], lse [batch, heads_q, seqlen_q]); a query with no visible key
+    gives o = 0 and lse = -inf."""
+    s = ref_attention_scores(q, k, scale, causal, window, softcap)
+    top = np.max(s, axis=-1, keepdims=True)
+    top = np.where(np.isneginf(top), 0.0, top)
+    e = np.exp(s - top)
+    total = np.sum(e, axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        lse = np.where(total[..., 0] > 0, top[..., 0] + np.log(total[..., 0]), -np.inf)
+    p = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    group = q.shape[2] // v.shape[2]
+    vv = np.repeat(f64(v), group, axis=2)
+    return np.einsum("bhqk,bkhd->bqhd", p, vv), lse

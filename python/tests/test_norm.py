@@ -20,7 +20,8 @@ def finite_diff(f, x, dy, h=1e-6):
 
 
 def test_reference_norm_backward_matches_finite_differences(rng):
-    x, w, b, dy = rng.standard_normal((3, 6)), rng.standard_normal(6), rng.standard_normal(6), rng.standard_normal((3, 6))
+    x, dy = rng.standard_normal((3, 6)), rng.standard_normal((3, 6))
+    w, b = rng.standard_normal(6), rng.standard_normal(6)
     eps = 1e-3
     dx, dw = ref_rms_norm_backward(x, w, dy, eps)
     np.testing.assert_allclose(dx, finite_diff(lambda t: ref_rms_norm(t, w, eps), x, dy), rtol=1e-6, atol=1e-8)
@@ -93,7 +94,8 @@ NX = np.ones((2, 8), np.float32)
 NW = np.ones(8, np.float32)
 
 BAD_CALLS = {
-    "weight not an array": (lambda: ignis.rms_norm(NX, 1.0), "rms_norm: weight: expected a numpy array or a torch tensor, got float"),
+    "weight not an array": (lambda: ignis.rms_norm(NX, 1.0),
+                            "rms_norm: weight: expected a numpy array or a torch tensor, got float"),
     "weight shape": (lambda: ignis.rms_norm(NX, NW[:7]), "rmsnorm_forward: weight.shape: expected [8], got [7]"),
     "weight dtype": (lambda: ignis.layer_norm(NX, NW.astype(np.float64), NW),
                      "layernorm_forward: weight.dtype: expected f32, got f64"),

@@ -70,8 +70,10 @@ X4 = np.ones((1, 2, 2, 8), np.float32)
 F4 = np.ones(4, np.float32)
 
 BAD_CALLS = {
-    "inv_freq dtype": (lambda: ignis.rope(X4, F4.astype(np.float64)), "rope_forward: inv_freq.dtype: expected f32, got f64"),
-    "inv_freq length": (lambda: ignis.rope(X4, F4, rotary_dim=4), "rope_forward: inv_freq.shape: expected [2], got [4]"),
+    "inv_freq dtype": (lambda: ignis.rope(X4, F4.astype(np.float64)),
+                       "rope_forward: inv_freq.dtype: expected f32, got f64"),
+    "inv_freq length": (lambda: ignis.rope(X4, F4, rotary_dim=4),
+                        "rope_forward: inv_freq.shape: expected [2], got [4]"),
     "odd rotary_dim": (lambda: ignis.rope(X4, F4[:1], rotary_dim=3),
                        "rope_forward: args.rotary_dim: expected even, in (0, head_dim = 8], got 3"),
     "rank": (lambda: ignis.rope(X4[0], F4), "rope_forward: x.dim: expected 4, got 3"),
