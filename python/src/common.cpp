@@ -144,9 +144,9 @@ Array writable_arg(nb::handle object, const char* op, const char* name) {
   return a;
 }
 
-std::optional<Array> optional_array_arg(nb::handle object, const char* op, const char* name) {
+std::optional<Array> optional_array_arg(nb::handle object, const char* op, const char* name, bool writable) {
   if (object.is_none()) return std::nullopt;
-  return array_arg(object, op, name);
+  return writable ? writable_arg(object, op, name) : array_arg(object, op, name);
 }
 
 Array empty_like(const Array& like, const Shape& shape, DType dtype, const char* op, const char* what) {

@@ -34,8 +34,8 @@ Array array_arg(nb::handle object, const char* op, const char* name);
 // array_arg for an array the op writes into: a read-only numpy array throws, naming the argument.
 Array writable_arg(nb::handle object, const char* op, const char* name);
 
-// array_arg, or nothing for None.
-std::optional<Array> optional_array_arg(nb::handle object, const char* op, const char* name);
+// array_arg (writable_arg when `writable`), or nothing for None.
+std::optional<Array> optional_array_arg(nb::handle object, const char* op, const char* name, bool writable = false);
 
 // A new contiguous array of `like`'s kind on its device: torch tensor for torch, numpy otherwise
 // (numpy has no bf16: asking for one throws, naming `what`).

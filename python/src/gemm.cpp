@@ -11,7 +11,7 @@ nb::object product(bool trans_b, nb::handle a_arg, nb::handle b_arg, nb::handle 
                    std::optional<std::uintptr_t> stream) {
   const char* op = trans_b ? "gemm_nt" : "gemm_nn";
   const Array a = array_arg(a_arg, op, "a"), b = array_arg(b_arg, op, "b");
-  const std::optional<Array> given = c_arg.is_none() ? std::nullopt : std::optional(writable_arg(c_arg, op, "c"));
+  const std::optional<Array> given = optional_array_arg(c_arg, op, "c", /*writable=*/true);
   check_arg(given || beta == 0.0, op, "c", "an array to accumulate into when beta != 0", "None");
   Shape shape = a.tensor.shape();  // a's rank, so that the op reports a bad rank on a or b
   if (!shape.empty()) shape.back() = extent(b.tensor, trans_b ? -2 : -1);

@@ -84,6 +84,18 @@ def test_embedding_cuda(cuda, rng, dtype, shape, id_dtype):
     assert_within_naive(to_numpy64(dtable), ref, to_numpy64(leaf.grad), dtype, "dtable")
 
 
+def test_embedding_cuda_deferred_flag(cuda, rng):
+    torch = cuda
+    table = cuda_normal(torch, rng, (1000, 64), "bf16")
+    flag = torch.empty(3, dtype=torch.int64, device="cuda")
+    ignis.embedding_clear_flag(flag)
+    ids = torch.tensor([5, 1000, 7, 8], device="cuda")  # one bad id: which of several is recorded first may vary
+    out = ignis.embedding(table, ids, flag=flag)
+    assert torch.equal(out[0], table[5]) and torch.equal(out[2], table[7]) and not bool(out[1].any())
+    with raises("embedding_forward: ids[1]: expected an index in [0, 1000), got 1000"):
+        ignis.embedding_check_flag(flag)
+
+
 def test_embedding_cuda_bad_id_names_it(cuda):
     torch = cuda
     table = torch.zeros((100, 8), device="cuda", dtype=torch.bfloat16)
@@ -92,3 +104,18 @@ def test_embedding_cuda_bad_id_names_it(cuda):
         ignis.embedding(table, ids)
     with raises("embedding_forward: ids.device: expected cuda:0, got cpu"):
         ignis.embedding(table, ids.cpu())
+
+
+def test_embedding_numpy_deferred_flag(rng):
+    table = normal(rng, (10, 4), np.float32)
+    flag = np.zeros(3, np.int64)
+    ignis.embedding_clear_flag(flag)
+    out = ignis.embedding(table, np.array([1, 2], np.int32), flag=flag)
+    np.testing.assert_array_equal(out, table[[1, 2]])
+    ignis.embedding_check_flag(flag)  # nothing recorded
+    out = ignis.embedding(table, np.array([3, 12, -1], np.int64), flag=flag)
+    np.testing.assert_array_equal(out, np.stack([table[3], np.zeros(4), np.zeros(4)]))
+    with raises("embedding_forward: ids[1]: expected an index in [0, 10), got 12"):
+        ignis.embedding_check_flag(flag)
+    with raises("embedding_forward_deferred: flag.dtype: expected i64, got i32"):
+        ignis.embedding(table, np.array([1], np.int32), flag=np.zeros(3, np.int32))
