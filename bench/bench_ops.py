@@ -189,17 +189,20 @@ def no_diff(a, b):
     return "-"
 
 
-def top_k_op(k):
+def logits_op(name, variant, ignis_fn, torch_fn, mask):
+    """An op over [rows, vocab] logits: a mask (logits read, masked logits written) or a sampler
+    (logits read, int32 ids written)."""
     return Op(
-        name="top_k_mask",
-        variant=f"k={k}",
+        name=name,
+        variant=variant,
         shapes=SAMPLING,
         dtypes=["f32", "bf16"],
         make_inputs=lambda shape, dtype: (normal(shape, dtype, 3.0),),
-        ignis_fn=lambda x: ignis.top_k_mask(x, k),
-        torch_fn=lambda x: torch_top_k_mask(x, k),
-        bytes_moved=lambda shape, dtype: 2 * numel(shape) * itemsize(dtype),
-        diff=mask_diff,
+        ignis_fn=ignis_fn,
+        torch_fn=torch_fn,
+        bytes_moved=(lambda shape, dtype: 2 * numel(shape) * itemsize(dtype)) if mask
+        else (lambda shape, dtype: numel(shape) * itemsize(dtype) + 4 * shape[0]),
+        diff=mask_diff if mask else no_diff,
     )
 
 
@@ -309,41 +312,12 @@ OPS = [
         # rows gathered + output written + the int64 ids
         bytes_moved=lambda shape, dtype: 2 * shape[1] * shape[2] * itemsize(dtype) + 8 * shape[1],
     ),
-    top_k_op(50),
-    top_k_op(1024),
-    Op(
-        name="top_p_mask",
-        variant="p=0.9",
-        shapes=SAMPLING,
-        dtypes=["f32", "bf16"],
-        make_inputs=lambda shape, dtype: (normal(shape, dtype, 3.0),),
-        ignis_fn=lambda x: ignis.top_p_mask(x, 0.9),
-        torch_fn=lambda x: torch_top_p_mask(x, 0.9),
-        bytes_moved=lambda shape, dtype: 2 * numel(shape) * itemsize(dtype),
-        diff=mask_diff,
-    ),
-    Op(
-        name="sample",
-        variant="T=1",
-        shapes=SAMPLING,
-        dtypes=["f32", "bf16"],
-        make_inputs=lambda shape, dtype: (normal(shape, dtype, 3.0),),
-        ignis_fn=lambda x: ignis.sample(x, seed=1),
-        torch_fn=torch_sample_plain,
-        bytes_moved=lambda shape, dtype: numel(shape) * itemsize(dtype) + 4 * shape[0],  # logits read, ids written
-        diff=no_diff,
-    ),
-    Op(
-        name="sample",
-        variant="T=0.8 k=50 p=0.9",
-        shapes=SAMPLING,
-        dtypes=["f32", "bf16"],
-        make_inputs=lambda shape, dtype: (normal(shape, dtype, 3.0),),
-        ignis_fn=lambda x: ignis.sample(x, temperature=0.8, top_k=50, top_p=0.9, seed=1),
-        torch_fn=lambda x: torch_sample(x, 0.8, 50, 0.9),
-        bytes_moved=lambda shape, dtype: numel(shape) * itemsize(dtype) + 4 * shape[0],
-        diff=no_diff,
-    ),
+    logits_op("top_k_mask", "k=50", lambda x: ignis.top_k_mask(x, 50), lambda x: torch_top_k_mask(x, 50), True),
+    logits_op("top_k_mask", "k=1024", lambda x: ignis.top_k_mask(x, 1024), lambda x: torch_top_k_mask(x, 1024), True),
+    logits_op("top_p_mask", "p=0.9", lambda x: ignis.top_p_mask(x, 0.9), lambda x: torch_top_p_mask(x, 0.9), True),
+    logits_op("sample", "T=1", lambda x: ignis.sample(x, seed=1), torch_sample_plain, False),
+    logits_op("sample", "T=0.8 k=50 p=0.9", lambda x: ignis.sample(x, temperature=0.8, top_k=50, top_p=0.9, seed=1),
+              lambda x: torch_sample(x, 0.8, 50, 0.9), False),
     elementwise_op("gelu_tanh", 1, ignis.gelu_tanh, lambda x: F.gelu(x, approximate="tanh")),
     elementwise_op("silu", 1, ignis.silu, F.silu),
     elementwise_op("swiglu", 2, ignis.swiglu, lambda gate, up: F.silu(gate) * up),

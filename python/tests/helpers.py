@@ -35,3 +35,16 @@ def cuda_normal(torch, rng, shape, dtype, scale=1.0, device="cuda"):
 def raises(message):
     """pytest.raises for an ignis.Error whose whole message is `message`."""
     return pytest.raises(ignis.Error, match="^" + re.escape(message) + "$")
+
+
+def bad_arguments_test(calls):
+    """A test over calls = {case: (call, message)}: each call raises ignis.Error with exactly that
+    message. Assign it to a module-level test_ name."""
+
+    @pytest.mark.parametrize("case", list(calls))
+    def test(case):
+        call, message = calls[case]
+        with raises(message):
+            call()
+
+    return test

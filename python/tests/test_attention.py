@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ignis
-from helpers import cuda_normal, raises, to_numpy64, torch_dtype
+from helpers import bad_arguments_test, cuda_normal, raises, to_numpy64, torch_dtype
 from reference import assert_within_naive, attention_mask, ref_attention, ref_attention_scores
 
 
@@ -49,11 +49,7 @@ BAD_CALLS = {
 }
 
 
-@pytest.mark.parametrize("case", BAD_CALLS)
-def test_attention_bad_arguments(case):
-    call, message = BAD_CALLS[case]
-    with raises(message):
-        call()
+test_attention_bad_arguments = bad_arguments_test(BAD_CALLS)
 
 
 # ---- torch on a GPU ------------------------------------------------------------------------------

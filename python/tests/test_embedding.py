@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ignis
-from helpers import CUDA_DTYPES, NUMPY_DTYPES, computed_as, cuda_normal, normal, raises, to_numpy64
+from helpers import CUDA_DTYPES, NUMPY_DTYPES, bad_arguments_test, computed_as, cuda_normal, normal, raises, to_numpy64
 from reference import assert_close, assert_within_naive
 
 
@@ -52,11 +52,7 @@ BAD_CALLS = {
 }
 
 
-@pytest.mark.parametrize("case", BAD_CALLS)
-def test_embedding_bad_arguments(case):
-    call, message = BAD_CALLS[case]
-    with raises(message):
-        call()
+test_embedding_bad_arguments = bad_arguments_test(BAD_CALLS)
 
 
 # ---- torch on a GPU ------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import ignis
-from helpers import CUDA_DTYPES, NUMPY_DTYPES, computed_as, cuda_normal, normal, raises, to_numpy64, torch_dtype
+from helpers import (CUDA_DTYPES, NUMPY_DTYPES, bad_arguments_test, computed_as, cuda_normal, normal, to_numpy64,
+                     torch_dtype)
 from reference import assert_close, assert_within_naive
 
 # (batch or None for one matrix, m, n, k)
@@ -72,11 +73,7 @@ BAD_CALLS = {
 }
 
 
-@pytest.mark.parametrize("case", BAD_CALLS)
-def test_gemm_bad_arguments(case):
-    call, message = BAD_CALLS[case]
-    with raises(message):
-        call()
+test_gemm_bad_arguments = bad_arguments_test(BAD_CALLS)
 
 
 # ---- torch on a GPU ------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ignis
-from helpers import cuda_normal, normal, raises
+from helpers import bad_arguments_test, cuda_normal, normal, raises
 
 
 def appended(cache, new, lengths):
@@ -68,11 +68,7 @@ BAD_CALLS = {
 }
 
 
-@pytest.mark.parametrize("case", BAD_CALLS)
-def test_kv_cache_bad_arguments(case):
-    call, message = BAD_CALLS[case]
-    with raises(message):
-        call()
+test_kv_cache_bad_arguments = bad_arguments_test(BAD_CALLS)
 
 
 # ---- torch on a GPU ------------------------------------------------------------------------------

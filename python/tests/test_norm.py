@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import ignis
-from helpers import CUDA_DTYPES, NUMPY_DTYPES, ODD_SHAPES, computed_as, cuda_normal, normal, raises, to_numpy64
+from helpers import (CUDA_DTYPES, NUMPY_DTYPES, ODD_SHAPES, bad_arguments_test, computed_as, cuda_normal, normal,
+                     raises, to_numpy64)
 from reference import (assert_close, assert_within_naive, ref_layer_norm, ref_layer_norm_backward, ref_rms_norm,
                        ref_rms_norm_backward)
 
@@ -118,11 +119,7 @@ BAD_CALLS = {
 }
 
 
-@pytest.mark.parametrize("case", BAD_CALLS)
-def test_norm_bad_arguments(case):
-    call, message = BAD_CALLS[case]
-    with raises(message):
-        call()
+test_norm_bad_arguments = bad_arguments_test(BAD_CALLS)
 
 
 # ---- torch on a GPU ------------------------------------------------------------------------------

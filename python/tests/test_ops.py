@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import ignis
-from helpers import CUDA_DTYPES, NUMPY_DTYPES, ODD_SHAPES, computed_as, cuda_normal, normal, to_numpy64, torch_dtype
+from helpers import (CUDA_DTYPES, NUMPY_DTYPES, ODD_SHAPES, bad_arguments_test, computed_as, cuda_normal, normal,
+                     to_numpy64, torch_dtype)
 from reference import assert_close, ref_softmax, ref_softmax_backward
 
 # ---- the references themselves -------------------------------------------------------------------
@@ -127,11 +128,7 @@ BAD_CALLS = {
 }
 
 
-@pytest.mark.parametrize("case", BAD_CALLS)
-def test_bad_arguments_raise_naming_the_argument(case):
-    call, message = BAD_CALLS[case]
-    with pytest.raises(ignis.Error, match="^" + re.escape(message) + "$"):
-        call()
+test_bad_arguments_raise_naming_the_argument = bad_arguments_test(BAD_CALLS)
 
 
 def test_error_is_value_error_and_runtime_error():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ignis
-from helpers import CUDA_DTYPES, NUMPY_DTYPES, cuda_normal, normal, raises, to_numpy64
+from helpers import CUDA_DTYPES, NUMPY_DTYPES, bad_arguments_test, cuda_normal, normal, to_numpy64
 from reference import ref_sample, ref_top_k_mask, ref_top_p_mask, sampling_uniform
 
 # Draws within this fraction of the row total of a decision boundary may go either way between the
@@ -108,11 +108,7 @@ BAD_CALLS = {
 }
 
 
-@pytest.mark.parametrize("case", BAD_CALLS)
-def test_sampling_bad_arguments(case):
-    call, message = BAD_CALLS[case]
-    with raises(message):
-        call()
+test_sampling_bad_arguments = bad_arguments_test(BAD_CALLS)
 
 
 # ---- torch on a GPU ------------------------------------------------------------------------------
