@@ -23,7 +23,8 @@ For each string the JSON holds:
   transformers_ids  from transformers' AutoTokenizer.from_pretrained(dir, gguf_file=...), which
                     rebuilds the tokenizer from the GGUF with a plain ByteLevel pre-tokenizer (the
                     GPT-2 pattern, no digit split). Absent when transformers is not installed.
-and, from transformers, apply_chat_template for a two-turn conversation.
+and apply_chat_template for a two-turn conversation, from transformers (or, where it is not
+installed, the GGUF's template rendered with jinja2); "chat_renderer" says which.
 """
 import argparse
 import json
@@ -153,6 +154,26 @@ def reference_tokenizer(gguf_path, digits):
     return tok
 
 
+def chat_renderer(auto, gguf_path):
+    """transformers' apply_chat_template; without transformers, the GGUF's template rendered by
+    jinja2 with the environment options transformers uses; None when neither is installed."""
+    if auto is not None:
+        def transformers(messages, add_generation_prompt):
+            return auto.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+        return transformers
+    try:
+        import gguf
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError:
+        return None
+    source = gguf.GGUFReader(gguf_path).fields["tokenizer.chat_template"].contents()
+    template = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(source)
+
+    def jinja2(messages, add_generation_prompt):
+        return template.render(messages=messages, add_generation_prompt=add_generation_prompt)
+    return jinja2
+
+
 def vectors(args):
     import tokenizers
 
@@ -187,8 +208,10 @@ def vectors(args):
                 disagree.append(text)
         result["cases"].append(case)
 
-    if auto is not None:
-        chat_text = auto.apply_chat_template(CHAT, tokenize=False, add_generation_prompt=True)
+    render = chat_renderer(auto, gguf_path)
+    if render is not None:
+        result["chat_renderer"] = render.__name__
+        chat_text = render(CHAT, True)
         result["chat"] = {
             "messages": CHAT,
             "add_generation_prompt": True,
@@ -199,7 +222,7 @@ def vectors(args):
         result["chat_with_system"] = {
             "messages": system_first,
             "add_generation_prompt": False,
-            "text": auto.apply_chat_template(system_first, tokenize=False, add_generation_prompt=False),
+            "text": render(system_first, False),
         }
 
     out = Path(args.out)
