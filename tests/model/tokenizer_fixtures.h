@@ -12,7 +12,7 @@ namespace ignis::test {
 // Ids of the tiny vocabulary beyond the 256 bytes.
 enum TinyId : std::int32_t {
   kLo = 256, kHe, kLl, kHel, kHello, kAa, kSpaceW, kSpace1,
-  kImStart, kImEnd, kEndOfText, kToolTag, kImPrefix, kTinyVocab,
+  kImPrefix, kImStart, kImEnd, kEndOfText, kToolTag, kTinyVocab,
 };
 
 inline std::string byte_token(unsigned char b) {
@@ -43,9 +43,10 @@ inline model::TokenizerSpec tiny_spec() {
     s.tokens.push_back(std::string(a) + b);
     s.types.push_back(TokenType::Normal);
   }
+  // "<|im" comes first, so matching must prefer the longest special, not the lowest id.
   const std::pair<const char*, TokenType> added[] = {
-      {"<|im_start|>", TokenType::Control}, {"<|im_end|>", TokenType::Control},
-      {"<|endoftext|>", TokenType::Control}, {"<tool>", TokenType::UserDefined}, {"<|im", TokenType::Control},
+      {"<|im", TokenType::Control}, {"<|im_start|>", TokenType::Control}, {"<|im_end|>", TokenType::Control},
+      {"<|endoftext|>", TokenType::Control}, {"<tool>", TokenType::UserDefined},
   };
   for (const auto& [text, type] : added) {
     s.tokens.push_back(text);
