@@ -194,6 +194,9 @@ def vectors(args):
         result["transformers_version"] = transformers.__version__
     except ImportError as e:
         print(f"transformers not available ({e}): writing the tokenizers ids only", file=sys.stderr)
+    except Exception as e:  # a one-shot run on a lent machine: keep the tokenizers ids, record why
+        result["transformers_error"] = f"{type(e).__name__}: {e}"
+        print(f"transformers could not load the GGUF tokenizer: {result['transformers_error']}", file=sys.stderr)
 
     disagree = []
     for text in CASES:
