@@ -66,7 +66,9 @@ int main(int argc, char** argv) {
   add_generation_options(generate, gen_args);
   generate->add_option("-p,--prompt", gen_args.prompt, "Prompt text");
   generate->add_option("--prompt-ids", gen_args.prompt_ids, "Prompt as comma-separated token ids (prints ids)");
-  auto* chat_flag = generate->add_flag("--chat", "Wrap the prompt in the model's chat template (the default)");
+  bool chat_template = false;  // the default; the flag exists to say so explicitly
+  auto* chat_flag =
+      generate->add_flag("--chat", chat_template, "Wrap the prompt in the model's chat template (the default)");
   generate->add_flag("--raw", gen_args.raw, "Use the prompt as is, without the chat template")->excludes(chat_flag);
 
   ignis::cli::GenerateArgs chat_args;

@@ -11,18 +11,7 @@ namespace {
 
 using test::GgufWriter;
 
-struct Parsed {
-  test::Bytes bytes;
-  model::GgufFile file;
-};
-
-Parsed parse(const GgufWriter& w) {
-  Parsed p{w.build(), {}};
-  p.file = model::GgufFile::parse(p.bytes);
-  return p;
-}
-
-LlamaConfig config_of(const GgufWriter& w) { return LlamaConfig::from_gguf(parse(w).file); }
+LlamaConfig config_of(const GgufWriter& w) { return LlamaConfig::from_gguf(test::ParsedGguf(w.build()).file); }
 
 // Only the keys every Llama file has; everything else takes its default.
 GgufWriter minimal_writer() {
@@ -133,13 +122,12 @@ TEST(LlamaConfig, Errors) {
 
   GgufWriter type = minimal_writer();
   type.add_string("llama.rope.freq_base", "big");
-  EXPECT_ERROR_CONTAINS(config_of(type), "llama.rope.freq_base: expected f32, got string");
+  EXPECT_ERROR_CONTAINS(config_of(type), "llama config: llama.rope.freq_base: type: expected f32, got string");
 }
 
 TEST(LlamaWeights, LoadsAndChecksShapes) {
   const test::TinyLlama m = test::make_tiny_llama({});
-  Parsed p{test::tiny_llama_gguf(m), {}};
-  p.file = model::GgufFile::parse(p.bytes);
+  const test::ParsedGguf p(test::tiny_llama_gguf(m));
   const LlamaConfig c = LlamaConfig::from_gguf(p.file);
   const LlamaWeights w = LlamaWeights::load(p.file, c, {WeightFormat::f32, QkOrder::gguf_interleaved});
   ASSERT_EQ(w.layers.size(), 2u);
@@ -159,6 +147,7 @@ TEST(LlamaWeights, LoadsAndChecksShapes) {
     GgufWriter w = test::tiny_llama_writer(m);
     test::TinyLlama cut = m;
     cut.layers.pop_back();  // blk.1.* missing
+    cut.spec.layers = 1;
     test::add_tiny_llama_tensors(w, cut);
     return w.build();
   }();
@@ -167,9 +156,8 @@ TEST(LlamaWeights, LoadsAndChecksShapes) {
 
   test::TinyLlama wide = m;
   wide.spec.ffn = 41;
-  wide.layers[0].gate.resize(41 * 24);
-  wide.layers[0].up.resize(41 * 24);
-  wide.layers[0].down.resize(41 * 24);
+  for (test::TinyLayer& layer : wide.layers)
+    for (auto* v : {&layer.gate, &layer.up, &layer.down}) v->resize(41 * 24);
   GgufWriter ww = test::tiny_llama_writer(m);
   test::add_tiny_llama_tensors(ww, wide);
   const test::Bytes wide_bytes = ww.build();

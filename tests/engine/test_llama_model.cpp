@@ -15,21 +15,20 @@ using test::TinyLlama;
 using test::TinyLlamaSpec;
 
 struct Loaded {
-  test::Bytes bytes;
-  model::GgufFile file;
+  Loaded(const TinyLlama& m, WeightFormat format, QkOrder order, int threads) : gguf(test::tiny_llama_gguf(m)) {
+    ModelOptions options;
+    options.threads = threads;
+    options.weights.format = format;
+    options.weights.qk_order = order;
+    model = LlamaModel::load(gguf.file, options);
+  }
+  test::ParsedGguf gguf;
   std::unique_ptr<LlamaModel> model;
 };
 
 Loaded load(const TinyLlama& m, WeightFormat format = WeightFormat::f32,
             QkOrder order = QkOrder::gguf_interleaved, int threads = 2) {
-  Loaded l{test::tiny_llama_gguf(m), {}, {}};
-  l.file = model::GgufFile::parse(l.bytes);
-  ModelOptions options;
-  options.threads = threads;
-  options.weights.format = format;
-  options.weights.qk_order = order;
-  l.model = LlamaModel::load(l.file, options);
-  return l;
+  return Loaded(m, format, order, threads);
 }
 
 std::vector<std::int32_t> some_tokens(std::int64_t n, std::int64_t vocab, std::uint64_t seed) {
@@ -190,7 +189,7 @@ TEST(LlamaModel, BadArguments) {
 
   ModelOptions cuda;
   cuda.device = Device::cuda(0);
-  EXPECT_ERROR_CONTAINS(LlamaModel::load(l.file, cuda), "CUDA engine not built yet");
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(l.gguf.file, cuda), "CUDA engine not built yet");
 }
 
 }  // namespace

@@ -152,6 +152,15 @@ inline Bytes tiny_llama_gguf(const TinyLlama& m) {
   return w.build();
 }
 
+// File bytes and the GgufFile that views them, kept together.
+struct ParsedGguf {
+  explicit ParsedGguf(Bytes b) : bytes(std::move(b)), file(model::GgufFile::parse(bytes)) {}
+  ParsedGguf(const ParsedGguf&) = delete;
+  ParsedGguf& operator=(const ParsedGguf&) = delete;
+  Bytes bytes;
+  model::GgufFile file;
+};
+
 // ---- fp64 reference ----------------------------------------------------------------------
 
 // y[r] = sum_c w[r, c] x[c]; w: [rows, x.size()].
