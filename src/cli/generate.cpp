@@ -21,17 +21,11 @@ struct Loaded {
   std::unique_ptr<engine::LlamaModel> model;
 };
 
-engine::WeightFormat parse_weights(const std::string& name) {
-  if (name == "bf16") return engine::WeightFormat::bf16;
-  if (name == "f32") return engine::WeightFormat::f32;
-  fail_expected("ignis", "--weights", "bf16 or f32", name);
-}
-
 Loaded load(const std::string& path, const std::string& device, const std::string& weights, int threads) {
   engine::ModelOptions options;
   options.device = Device::parse(device);
   options.threads = threads;
-  options.weights.format = parse_weights(weights);
+  options.weights.format = engine::parse_weight_format(weights);
   Loaded l{model::GgufFile::open(path), nullptr};
   l.model = engine::LlamaModel::load(l.file, options);
   return l;

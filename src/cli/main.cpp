@@ -40,7 +40,7 @@ void add_generation_options(CLI::App* app, ignis::cli::GenerateArgs& a) {
       ->capture_default_str();
   app->add_option("--seed", a.seed, "Sampling seed")->capture_default_str();
   app->add_option("--device", a.device, "cpu or cuda")->capture_default_str();
-  app->add_option("--weights", a.weights, "Weight storage on the CPU: bf16 or f32")->capture_default_str();
+  app->add_option("--weights", a.weights, "Weight storage on the CPU: q8, bf16 or f32")->capture_default_str();
   app->add_option("--threads", a.threads, "CPU threads")->capture_default_str();
   app->add_option("--context", a.context, "KV cache length; 0 is the model's context length")->capture_default_str();
   app->add_option("--system", a.system, "System message (chat template)");
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   bench->add_option("--model", bench_args.model_path, "Model file (GGUF)")->capture_default_str();
   bench->add_option("--prompt-tokens", bench_args.prompt_tokens, "Prompt length")->capture_default_str();
   bench->add_option("-n,--new-tokens", bench_args.new_tokens, "Tokens to decode")->capture_default_str();
-  bench->add_option("--weights", bench_args.weights, "bf16 or f32")->capture_default_str();
+  bench->add_option("--weights", bench_args.weights, "q8, bf16 or f32")->capture_default_str();
   bench->add_option("--threads", bench_args.threads, "CPU threads")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);

@@ -75,23 +75,19 @@ class CpuAttention final : public AttentionBackend {
     const float* kc = a.k_cache.data_as<const float>();
     const float* vc = a.v_cache.data_as<const float>();
     float* out = a.out.data_as<float>();
-    // One task per (sequence, query, head). Later queries see more keys, so threads take every
-    // size()-th task rather than contiguous ranges, which would give one thread the long rows.
+    // One chunk per (sequence, query, head), claimed dynamically: later queries see more keys,
+    // so equal static ranges would leave one thread the long rows.
     const std::int64_t tasks = g.batch * g.n_new * g.heads_q;
-    const std::int64_t threads = std::min<std::int64_t>(pool_.size(), tasks);
-    pool_.run([&](int thread) {
-      std::vector<float> scores(kKeyBlock);
-      for (std::int64_t t = thread; t < tasks; t += threads) {
-        const std::int64_t h = t % g.heads_q;
-        const std::int64_t i = t / g.heads_q % g.n_new;
-        const std::int64_t b = t / (g.heads_q * g.n_new);
-        const std::int64_t len = a.kv_lengths[static_cast<std::size_t>(b)];
-        const std::int64_t visible = len - g.n_new + i + 1;
-        const std::int64_t kv_head = h / group;
-        const std::int64_t seq_base = b * g.max_seq * stride + kv_head * g.head_dim;
-        const std::int64_t row = ((b * g.n_new + i) * g.heads_q + h) * g.head_dim;
-        attend_row(q + row, kc + seq_base, vc + seq_base, stride, visible, g.head_dim, a.scale, out + row, scores);
-      }
+    pool_.run_chunks(tasks, [&](std::int64_t t) {
+      thread_local std::vector<float> scores;
+      scores.resize(kKeyBlock);
+      const std::int64_t h = t % g.heads_q;
+      const std::int64_t i = t / g.heads_q % g.n_new;
+      const std::int64_t b = t / (g.heads_q * g.n_new);
+      const std::int64_t visible = a.kv_lengths[static_cast<std::size_t>(b)] - g.n_new + i + 1;
+      const std::int64_t seq_base = b * g.max_seq * stride + h / group * g.head_dim;
+      const std::int64_t row = ((b * g.n_new + i) * g.heads_q + h) * g.head_dim;
+      attend_row(q + row, kc + seq_base, vc + seq_base, stride, visible, g.head_dim, a.scale, out + row, scores);
     });
   }
 

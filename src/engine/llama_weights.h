@@ -20,7 +20,9 @@ namespace ignis::engine {
 enum class QkOrder { gguf_interleaved, hf_rotate_half };
 
 struct WeightOptions {
-  WeightFormat format = WeightFormat::bf16;  // of the linear layers and the embedding table
+  // Of the linear layers and the embedding table. q8 is the fastest on the CPU (fewest bytes per
+  // token); f32 keeps the file's values exactly.
+  WeightFormat format = WeightFormat::q8;
   QkOrder qk_order = QkOrder::gguf_interleaved;
 };
 

@@ -54,7 +54,50 @@ void rows_kernel(const std::uint16_t* w, std::int64_t cols, std::int64_t r0, std
   }
 }
 
+// q8: each block of 32 weights is widened and multiplied by its scale in registers, then
+// accumulated in U independent chains per activation row (fewer for more rows: registers).
+template <int M, int U = (M == 1 ? 4 : 2)>
+void q8_rows_kernel(const std::int8_t* w, const float* scales, std::int64_t cols, std::int64_t r0, std::int64_t r1,
+                    const float* x, float* y, std::int64_t ldy) {
+  const std::int64_t blocks = (cols + 31) / 32;
+  const std::int64_t full = cols / 32;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int8_t* row = w + r * cols;
+    const float* row_scales = scales + r * blocks;
+    __m256 acc[M][U];
+    for (int i = 0; i < M; ++i)
+      for (int u = 0; u < U; ++u) acc[i][u] = _mm256_setzero_ps();
+    for (std::int64_t b = 0; b < full; ++b) {
+      const __m256 scale = _mm256_set1_ps(row_scales[b]);
+      const std::int64_t c = b * 32;
+      for (int u = 0; u < 4; ++u) {
+        const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + c + 8 * u));
+        const __m256 wv = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(raw)), scale);
+        for (int i = 0; i < M; ++i)
+          acc[i][u % U] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + i * cols + c + 8 * u), acc[i][u % U]);
+      }
+    }
+    for (int i = 0; i < M; ++i) {
+      for (int u = 1; u < U; ++u) acc[i][0] = _mm256_add_ps(acc[i][0], acc[i][u]);
+      float sum = hsum(acc[i][0]);
+      for (std::int64_t t = full * 32; t < cols; ++t)
+        sum += static_cast<float>(row[t]) * row_scales[t / 32] * x[i * cols + t];
+      y[i * ldy + r] = sum;
+    }
+  }
+}
+
 }  // namespace
+
+void matvec_q8_avx2(const std::int8_t* w, const float* scales, std::int64_t cols, std::int64_t r0, std::int64_t r1,
+                    const float* x, std::int64_t m, float* y, std::int64_t ldy) {
+  switch (m) {
+    case 1: return q8_rows_kernel<1>(w, scales, cols, r0, r1, x, y, ldy);
+    case 2: return q8_rows_kernel<2>(w, scales, cols, r0, r1, x, y, ldy);
+    case 3: return q8_rows_kernel<3>(w, scales, cols, r0, r1, x, y, ldy);
+    default: return q8_rows_kernel<4>(w, scales, cols, r0, r1, x, y, ldy);
+  }
+}
 
 void matvec_bf16_avx2(const std::uint16_t* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x,
                       std::int64_t m, float* y, std::int64_t ldy) {

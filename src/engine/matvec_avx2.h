@@ -13,4 +13,9 @@ bool cpu_has_avx2_fma();
 void matvec_bf16_avx2(const std::uint16_t* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x,
                       std::int64_t m, float* y, std::int64_t ldy);
 
+// The same for q8 weights: w: [rows, cols] int8, scales: [rows, ceil(cols / 32)], weight
+// (r, c) = w[r * cols + c] * scales[r * blocks + c / 32].
+void matvec_q8_avx2(const std::int8_t* w, const float* scales, std::int64_t cols, std::int64_t r0, std::int64_t r1,
+                    const float* x, std::int64_t m, float* y, std::int64_t ldy);
+
 }  // namespace ignis::engine
