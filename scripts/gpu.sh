@@ -13,7 +13,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
 logs="${OUT:-$build/gpu-logs}"
 stages=",${IGNIS_GPU_STAGES:-tests,sanitize,python},"
-suite_limit="${IGNIS_SANITIZER_SUITE_SECONDS:-90}"
+suite_limit="${IGNIS_SANITIZER_SUITE_SECONDS:-60}"
 mkdir -p "$logs"
 export PATH="/usr/local/cuda/bin:$PATH"
 
@@ -55,7 +55,7 @@ if has sanitize; then
     start=$(date +%s); errors=0; timeouts=""; ran=0
     : > "$logs/sanitizer-$tool.log"
     for suite in $suites; do
-      timeout "$suite_limit" compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" \
+      IGNIS_TEST_LIGHT=1 timeout "$suite_limit" compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" \
           --gtest_filter="$suite.*cuda*:$suite.*Cuda*:$suite.*CUDA*" --gtest_brief=1 >> "$logs/sanitizer-$tool.log" 2>&1
       status=$?
       ran=$((ran + 1))

@@ -12,12 +12,7 @@ nb::object cast_to(nb::handle src_arg, std::string_view dtype_text, std::optiona
   const Array src = array_arg(src_arg, "cast", "src");
   const DType dtype = dtype_arg(dtype_text, "cast", "dtype");
   const Array dst = empty_like(src, src.tensor.shape(), dtype, "cast", "dtype");
-  const Stream s = stream_arg(src, stream);
-  {
-    nb::gil_scoped_release unlocked;
-    DeviceGuard device(src.tensor.device());
-    cast(src.tensor, dst.tensor, s);
-  }
+  run_op(src, stream, [&](Stream s) { cast(src.tensor, dst.tensor, s); });
   return dst.object;
 }
 

@@ -135,6 +135,20 @@ Array array_arg(nb::handle object, const char* op, const char* name) {
   return a;
 }
 
+Array writable_arg(nb::handle object, const char* op, const char* name) {
+  Array a = array_arg(object, op, name);
+  // The import above accepts read-only memory; a writable import refuses it.
+  nb::ndarray<> writable;
+  if (!a.is_torch && !nb::try_cast(object, writable, /*convert=*/false))
+    fail_expected(op, name, "a writable array", "a read-only array");
+  return a;
+}
+
+std::optional<Array> optional_array_arg(nb::handle object, const char* op, const char* name, bool writable) {
+  if (object.is_none()) return std::nullopt;
+  return writable ? writable_arg(object, op, name) : array_arg(object, op, name);
+}
+
 Array empty_like(const Array& like, const Shape& shape, DType dtype, const char* op, const char* what) {
   Array out;
   const Device device = like.tensor.device();
@@ -150,6 +164,11 @@ Array empty_like(const Array& like, const Shape& shape, DType dtype, const char*
   }
   check_arg(dtype != DType::bf16, op, what, "f64, f32, f16, i32, i64 or u8 for a numpy result (numpy has no bf16)",
             dtype);
+  return empty_numpy(shape, dtype);
+}
+
+Array empty_numpy(const Shape& shape, DType dtype) {
+  Array out;
   // Host memory from ignis; the numpy array keeps it alive through the capsule.
   auto* owned = new Tensor(Tensor::empty(shape, dtype, Device::cpu()));
   nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
@@ -159,6 +178,11 @@ Array empty_like(const Array& like, const Shape& shape, DType dtype, const char*
                    .cast();
   out.tensor = *owned;
   return out;
+}
+
+std::int64_t extent(const Tensor& t, int d) {
+  const int rank = t.dim();
+  return (d >= -rank && d < rank) ? t.size(d) : 0;
 }
 
 Stream stream_arg(const Array& like, std::optional<std::uintptr_t> stream) {
@@ -220,6 +244,13 @@ Tensor CpuF32Staging::in(const Tensor& t) const {
 Tensor CpuF32Staging::out(const Tensor& t) {
   if (!active_) return t;
   Tensor f32 = Tensor::empty(t.shape(), DType::f32, Device::cpu());
+  outputs_.emplace_back(f32, t);
+  return f32;
+}
+
+Tensor CpuF32Staging::inout(const Tensor& t) {
+  if (!active_) return t;
+  Tensor f32 = in(t);
   outputs_.emplace_back(f32, t);
   return f32;
 }

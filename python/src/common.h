@@ -31,13 +31,31 @@ struct Array {
 // any CPU array with DLPack or the buffer protocol. Throws ignis::Error naming the argument.
 Array array_arg(nb::handle object, const char* op, const char* name);
 
+// array_arg for an array the op writes into: a read-only numpy array throws, naming the argument.
+Array writable_arg(nb::handle object, const char* op, const char* name);
+
+// array_arg (writable_arg when `writable`), or nothing for None.
+std::optional<Array> optional_array_arg(nb::handle object, const char* op, const char* name, bool writable = false);
+
 // A new contiguous array of `like`'s kind on its device: torch tensor for torch, numpy otherwise
 // (numpy has no bf16: asking for one throws, naming `what`).
 Array empty_like(const Array& like, const Shape& shape, DType dtype, const char* op, const char* what);
 
+// A new contiguous numpy array in host memory (any dtype but bf16).
+Array empty_numpy(const Shape& shape, DType dtype);
+
+// t.size(d), or 0 when t has no dimension d: sizes an output before the op has checked its inputs'
+// ranks (the op then reports the input, naming it).
+std::int64_t extent(const Tensor& t, int d);
+
 // The stream to run on: `stream` when given (a cudaStream_t as an int), torch's current stream
 // for a torch CUDA tensor, CUDA's default stream otherwise.
 Stream stream_arg(const Array& like, std::optional<std::uintptr_t> stream);
+
+// Runs fn(stream) the way every op call runs: on stream_arg's stream, with the GIL released and
+// the GPU that holds `like` current.
+template <class Fn>
+void run_op(const Array& like, std::optional<std::uintptr_t> stream, Fn&& fn);
 
 // Parses a dtype name: "f64", "f32", "f16", "bf16" (also "float64", "float32", "float16",
 // "bfloat16"). Throws ignis::Error naming argument `name` of `op`.
@@ -66,11 +84,21 @@ class CpuF32Staging {
   CpuF32Staging(bool native, std::initializer_list<Tensor> all);
   Tensor in(const Tensor& t) const;
   Tensor out(const Tensor& t);
+  // An output the op also reads (it accumulates into it): out() starting from t's values.
+  Tensor inout(const Tensor& t);
   void finish();
 
  private:
   bool active_ = false;
   std::vector<std::pair<Tensor, Tensor>> outputs_;  // (f32 buffer, real output)
 };
+
+template <class Fn>
+void run_op(const Array& like, std::optional<std::uintptr_t> stream, Fn&& fn) {
+  const Stream s = stream_arg(like, stream);
+  nb::gil_scoped_release unlocked;
+  DeviceGuard device(like.tensor.device());
+  fn(s);
+}
 
 }  // namespace ignis::python

@@ -10,8 +10,18 @@
 #include "ignis/error.h"
 
 namespace ignis::python {
+void bind_activation(nb::module_& m);
+void bind_attention(nb::module_& m);
 void bind_cast(nb::module_& m);
+void bind_cross_entropy(nb::module_& m);
+void bind_embedding(nb::module_& m);
+void bind_gemm(nb::module_& m);
+void bind_kv_cache(nb::module_& m);
+void bind_norm(nb::module_& m);
+void bind_rope(nb::module_& m);
+void bind_sampling(nb::module_& m);
 void bind_softmax(nb::module_& m);
+void bind_transpose(nb::module_& m);
 }  // namespace ignis::python
 
 NB_MODULE(ignis, m) {
@@ -43,6 +53,16 @@ NB_MODULE(ignis, m) {
   m.def("cuda_available", &ignis::cuda_available, "True when ignis was built with CUDA and a GPU answers.");
   m.def("cuda_device_summary", &ignis::cuda_device_summary, "The first GPU, or why none is usable.");
 
+  bind_activation(m);
+  bind_attention(m);
   bind_cast(m);
+  bind_cross_entropy(m);
+  bind_embedding(m);
+  bind_gemm(m);
+  bind_kv_cache(m);
+  bind_norm(m);
+  bind_rope(m);
+  bind_sampling(m);
   bind_softmax(m);
+  bind_transpose(m);
 }

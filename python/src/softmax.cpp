@@ -10,14 +10,11 @@ namespace {
 nb::object softmax(nb::handle x_arg, std::optional<std::uintptr_t> stream) {
   const Array x = array_arg(x_arg, "softmax", "x");
   const Array y = empty_like(x, x.tensor.shape(), x.tensor.dtype(), "softmax", "x.dtype");
-  const Stream s = stream_arg(x, stream);
-  {
-    nb::gil_scoped_release unlocked;
-    DeviceGuard device(x.tensor.device());
+  run_op(x, stream, [&](Stream s) {
     CpuF32Staging f32(softmax_supported(x.tensor.device(), x.tensor.dtype()), {x.tensor, y.tensor});
     softmax_forward(f32.in(x.tensor), f32.out(y.tensor), s);
     f32.finish();
-  }
+  });
   return y.object;
 }
 
@@ -25,14 +22,11 @@ nb::object softmax_backward(nb::handle y_arg, nb::handle dy_arg, std::optional<s
   const Array y = array_arg(y_arg, "softmax_backward", "y");
   const Array dy = array_arg(dy_arg, "softmax_backward", "dy");
   const Array dx = empty_like(y, y.tensor.shape(), y.tensor.dtype(), "softmax_backward", "y.dtype");
-  const Stream s = stream_arg(y, stream);
-  {
-    nb::gil_scoped_release unlocked;
-    DeviceGuard device(y.tensor.device());
+  run_op(y, stream, [&](Stream s) {
     CpuF32Staging f32(softmax_supported(y.tensor.device(), y.tensor.dtype()), {y.tensor, dy.tensor, dx.tensor});
     ignis::softmax_backward(f32.in(y.tensor), f32.in(dy.tensor), f32.out(dx.tensor), s);
     f32.finish();
-  }
+  });
   return dx.object;
 }
 

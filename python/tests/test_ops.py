@@ -6,28 +6,9 @@ import numpy as np
 import pytest
 
 import ignis
+from helpers import (CUDA_DTYPES, NUMPY_DTYPES, ODD_SHAPES, bad_arguments_test, computed_as, cuda_normal, normal,
+                     to_numpy64, torch_dtype)
 from reference import assert_close, ref_softmax, ref_softmax_backward
-
-NUMPY_DTYPES = {"f64": np.float64, "f32": np.float32, "f16": np.float16}
-ODD_SHAPES = [(1, 1), (3, 17), (17, 113), (5, 1023), (2, 5000)]
-
-
-def normal(rng, shape, dtype, scale=1.0):
-    return (rng.standard_normal(shape) * scale).astype(dtype)
-
-
-def computed_as(x):
-    """The values the CPU softmax computes on: f64 arrays go through f32 (the CPU path is f32)."""
-    return x.astype(np.float32) if x.dtype == np.float64 else x
-
-
-def torch_dtype(torch, name):
-    return {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[name]
-
-
-def to_numpy64(t):
-    return t.detach().double().cpu().numpy()
-
 
 # ---- the references themselves -------------------------------------------------------------------
 
@@ -147,11 +128,7 @@ BAD_CALLS = {
 }
 
 
-@pytest.mark.parametrize("case", BAD_CALLS)
-def test_bad_arguments_raise_naming_the_argument(case):
-    call, message = BAD_CALLS[case]
-    with pytest.raises(ignis.Error, match="^" + re.escape(message) + "$"):
-        call()
+test_bad_arguments_raise_naming_the_argument = bad_arguments_test(BAD_CALLS)
 
 
 def test_error_is_value_error_and_runtime_error():
@@ -184,12 +161,6 @@ def test_cast_torch_cpu_matches_torch(torch, rng):
 
 
 # ---- torch on a GPU ------------------------------------------------------------------------------
-
-CUDA_DTYPES = ["f32", "f16", "bf16"]
-
-
-def cuda_normal(torch, rng, shape, dtype, scale=1.0, device="cuda"):
-    return torch.from_numpy(normal(rng, shape, np.float64, scale)).to(device, torch_dtype(torch, dtype))
 
 
 @pytest.mark.parametrize("shape", ODD_SHAPES + [(4, 4096), (3, 32768), (2, 128256)])

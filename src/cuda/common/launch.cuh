@@ -14,4 +14,16 @@ inline cudaStream_t to_cuda(Stream stream) { return static_cast<cudaStream_t>(st
 
 inline unsigned ceil_div(long long a, long long b) { return static_cast<unsigned>((a + b - 1) / b); }
 
+// Multiprocessors of the current device, asked once per device (grid sizing for strided loops).
+inline int sm_count() {
+  constexpr int kMaxDevices = 64;
+  static int cached[kMaxDevices] = {};
+  int device = 0;
+  IGNIS_CUDA_CHECK(cudaGetDevice(&device));
+  if (device >= kMaxDevices) device = kMaxDevices - 1;
+  if (cached[device] == 0)
+    IGNIS_CUDA_CHECK(cudaDeviceGetAttribute(&cached[device], cudaDevAttrMultiProcessorCount, device));
+  return cached[device];
+}
+
 }  // namespace ignis::cuda

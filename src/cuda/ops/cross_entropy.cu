@@ -1,9 +1,10 @@
 // Cross-entropy, forward and backward, in three launches on one stream and no host round trip
 // until the final check:
 //   1. one block counts the non-pad targets (the gradient's divisor) and records bad targets;
-//   2. one block per row: an online logsumexp pass over the logits (16-byte loads, several in
-//      flight per thread), the row loss, then a second pass writing dlogits. Traffic: the logits
-//      are read twice and dlogits written once;
+//   2. the rows: when a row fits on chip (row_cache.cuh: one block, or a cluster of up to 8 on
+//      sm_90), its logits are read once into registers, reduced to the logsumexp, and dlogits is
+//      written from the registers. Otherwise one block per row streams it: an online logsumexp
+//      pass, then a second pass writing dlogits (the logits are read twice);
 //   3. one block sums the row losses in fp64 in a fixed order and writes the mean: deterministic.
 // Rows that are not 16-byte aligned (odd vocab sizes) split into a scalar head up to the first
 // 16-byte boundary, whole packs, and a scalar tail, so every vocabulary gets vector loads.
@@ -11,6 +12,7 @@
 #include "cuda/common/index_flag.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
+#include "cuda/common/row_cache.cuh"
 #include "cuda/common/scratch.cuh"
 #include "cuda/ops/cross_entropy.h"
 
@@ -139,6 +141,68 @@ __global__ void cross_entropy_kernel(const T* logits, const Id* __restrict__ tar
   }
 }
 
+// The cached form of cross_entropy_kernel: `cluster` blocks a row, each holding its slice of the
+// row's whole packs in registers; rank 0's first threads also hold the head and tail scalars.
+template <class T, int V, int P, class Id>
+__global__ void __launch_bounds__(kRowThreads)
+    cross_entropy_cached_kernel(const T* logits, const Id* __restrict__ targets, long long vocab, long long pad,
+                                const int* __restrict__ count, T* dlogits, float* __restrict__ row_loss,
+                                int cluster) {
+  __shared__ SoftmaxState scratch[32];
+  __shared__ SoftmaxState slot;
+  const long long row = blockIdx.x / cluster;
+  const bool lead = blockIdx.x % cluster == 0;
+  const long long first = static_cast<long long>(blockIdx.x % cluster) * blockDim.x * P;
+  const T* in = logits + row * vocab;
+  T* grad = dlogits ? dlogits + row * vocab : nullptr;
+  const long long target = static_cast<long long>(targets[row]);
+  const RowSplit split = split_row<T, V>(in, vocab);
+  const long long packs = (split.body_end - split.head) / V;
+  const long long scalars = split.head + vocab - split.body_end;  // < 2V <= 32 threads
+  const long long scalar = !lead || threadIdx.x >= scalars ? -1
+                           : threadIdx.x < split.head     ? threadIdx.x
+                                                          : split.body_end + threadIdx.x - split.head;
+  auto* grad_body = grad ? reinterpret_cast<Pack<T, V>*>(grad + split.head) : nullptr;
+
+  // Pad rows (and bad targets, already recorded by count_targets_kernel) take no part. The
+  // condition is the same for the whole cluster, so no block waits at a cluster barrier alone.
+  if (target == pad || target < 0 || target >= vocab) {
+    if (lead && threadIdx.x == 0) row_loss[row] = 0.0f;
+    if (!grad) return;
+    const int held = held_count<P>(first, packs);
+    const float zeros[V] = {};
+#pragma unroll
+    for (int k = 0; k < P; ++k)
+      if (k < held) store_floats<T, V>(reinterpret_cast<T*>(grad_body + held_index(first, k)), zeros);
+    if (scalar >= 0) grad[scalar] = from_float<T>(0.0f);
+    return;
+  }
+
+  // Every logit this block needs is read before its first barrier, so an in-place gradient is safe.
+  Pack<T, V> held[P];
+  const int n = load_held<T, V, P>(reinterpret_cast<const Pack<T, V>*>(in + split.head), first, packs, held,
+                                   -INFINITY);
+  const float extra = scalar >= 0 ? to_float(in[scalar]) : -INFINITY;
+  const float target_logit = lead && threadIdx.x == 0 ? to_float(in[target]) : 0.0f;
+  const SoftmaxState state = row_softmax_state<T, V, P>(held, extra, cluster, scratch, &slot);
+  const float lse = state.max + logf(state.sum);
+  if (lead && threadIdx.x == 0) row_loss[row] = lse - target_logit;
+  if (!grad) return;
+
+  const float inv_count = 1.0f / static_cast<float>(*count);  // >= 1: this row counts
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    if (k < n) {
+      const long long c = split.head + held_index(first, k) * V;
+      float v[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = grad_of(to_float(held[k].v[i]), lse, inv_count, c + i == target);
+      store_floats<T, V>(reinterpret_cast<T*>(grad_body + held_index(first, k)), v);
+    }
+  }
+  if (scalar >= 0) grad[scalar] = from_float<T>(grad_of(extra, lse, inv_count, scalar == target));
+}
+
 __global__ void mean_loss_kernel(const float* __restrict__ row_loss, long long n, const int* __restrict__ count,
                                  float* __restrict__ loss) {
   __shared__ double scratch[32];
@@ -156,10 +220,42 @@ int threads_for(long long vocab, int vec) {
   return threads;
 }
 
+// Launches the cached kernel when a row's packs fit on chip (32 elements a thread at most: more
+// and 16-bit packs spill); false leaves the rows to the streaming kernel.
+template <class T, class Id>
+bool try_cached(const T* in, const Id* t, long long n, long long vocab, long long pad, const int* count, T* grad,
+                float* rows, Stream stream) {
+  constexpr int V = 16 / sizeof(T), kMax = 32 / V;
+  const RowPlan plan = plan_rows(n, vocab / V, kMax, device_has_clusters());
+  const auto go = [&](auto kernel) {
+    return launch_rows(kernel, plan, n, stream, in, t, vocab, pad, count, grad, rows, plan.cluster);
+  };
+  if (plan.packs_per_thread == kMax) return go(cross_entropy_cached_kernel<T, V, kMax, Id>);
+  if (plan.packs_per_thread == 4) return go(cross_entropy_cached_kernel<T, V, 4, Id>);
+  if (plan.packs_per_thread == 1) return go(cross_entropy_cached_kernel<T, V, 1, Id>);
+  return false;
+}
+
+// Step 2: the cached kernel where the rows fit on chip, else the streaming one.
+template <class T, class Id>
+void launch_rows_of(const T* in, const Id* t, long long n, long long vocab, long long pad, const int* count, T* grad,
+                    float* rows, Stream stream) {
+  constexpr int V = 16 / sizeof(T);
+  // Both rows must share their misalignment for one split to serve the load and the store.
+  const auto offset = reinterpret_cast<std::uintptr_t>(in) - reinterpret_cast<std::uintptr_t>(grad ? grad : in);
+  const bool vectorized = offset % 16 == 0;
+  if (vectorized && try_cached<T, Id>(in, t, n, vocab, pad, count, grad, rows, stream)) return;
+  const int threads = threads_for(vocab, vectorized ? V : 1);
+  if (vectorized)
+    cross_entropy_kernel<T, V, Id><<<static_cast<unsigned>(n), threads, 0, to_cuda(stream)>>>(in, t, vocab, pad, count, grad, rows);
+  else
+    cross_entropy_kernel<T, 1, Id><<<static_cast<unsigned>(n), threads, 0, to_cuda(stream)>>>(in, t, vocab, pad, count, grad, rows);
+  IGNIS_CHECK_LAUNCH();
+}
+
 template <class T, class Id>
 bool launch(const Tensor& logits, const Tensor& targets, long long pad, const Tensor& loss, const Tensor& dlogits,
             const Tensor& row_loss, Stream stream) {
-  constexpr int V = 16 / sizeof(T);
   const long long n = logits.size(0), vocab = logits.size(1);
   const std::size_t flag_bytes = align_up(kIndexFlagBytes), count_bytes = align_up(sizeof(int));
   Scratch scratch(flag_bytes + count_bytes + (row_loss.defined() ? 0 : sizeof(float) * n), stream);
@@ -171,19 +267,8 @@ bool launch(const Tensor& logits, const Tensor& targets, long long pad, const Te
   clear_index_flag(flag, stream);
   count_targets_kernel<Id><<<1, 1024, 0, to_cuda(stream)>>>(t, n, vocab, pad, count, flag);
   IGNIS_CHECK_LAUNCH();
-  if (n > 0) {
-    const T* in = logits.data_as<const T>();
-    T* grad = dlogits.defined() ? dlogits.data_as<T>() : nullptr;
-    // Both rows must share their misalignment for one split to serve the load and the store.
-    const auto offset = reinterpret_cast<std::uintptr_t>(in) - reinterpret_cast<std::uintptr_t>(grad ? grad : in);
-    const bool vectorized = offset % 16 == 0;
-    const int threads = threads_for(vocab, vectorized ? V : 1);
-    if (vectorized)
-      cross_entropy_kernel<T, V, Id><<<static_cast<unsigned>(n), threads, 0, to_cuda(stream)>>>(in, t, vocab, pad, count, grad, rows);
-    else
-      cross_entropy_kernel<T, 1, Id><<<static_cast<unsigned>(n), threads, 0, to_cuda(stream)>>>(in, t, vocab, pad, count, grad, rows);
-    IGNIS_CHECK_LAUNCH();
-  }
+  if (n > 0) launch_rows_of<T, Id>(logits.data_as<const T>(), t, n, vocab, pad, count,
+                                   dlogits.defined() ? dlogits.data_as<T>() : nullptr, rows, stream);
   mean_loss_kernel<<<1, 1024, 0, to_cuda(stream)>>>(rows, n, count, loss.data_as<float>());
   IGNIS_CHECK_LAUNCH();
   long long record[3];

@@ -1,15 +1,77 @@
-// Softmax over rows: one thread block per row, so any row length works without a shared-memory
-// cap. Forward reads the row twice (an online max/sum pass, then the normalising pass) and
-// writes it once; backward reads y and dy twice and writes dx once.
+// Softmax over rows. Rows that fit on chip (32768 elements a block, up to 8 blocks of a cluster on
+// sm_90) are read once into registers, reduced, and written from there: one read and one write.
+// Longer rows (or pre-sm_90 devices for rows past one block) use the streaming kernels: one
+// block per row, any length, reading the row twice (statistics pass, then the output pass).
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
+#include "cuda/common/row_cache.cuh"
 #include "cuda/ops/softmax.h"
 
 namespace ignis::cuda {
 namespace {
 
-// V elements per thread per step: 16-byte packs when the row allows, else 1.
+// One row per cluster of `cluster` blocks; each block holds its slice in registers.
+template <class T, int V, int P>
+__global__ void __launch_bounds__(kRowThreads)
+    softmax_cached_kernel(const T* __restrict__ x, T* __restrict__ y, long long cols, int cluster) {
+  __shared__ SoftmaxState scratch[32];
+  __shared__ SoftmaxState slot;
+  const long long row = blockIdx.x / cluster;
+  const long long first = static_cast<long long>(blockIdx.x % cluster) * blockDim.x * P;
+  const auto* in = reinterpret_cast<const Pack<T, V>*>(x + row * cols);
+  auto* out = reinterpret_cast<Pack<T, V>*>(y + row * cols);
+
+  Pack<T, V> held[P];
+  const int count = load_held<T, V, P>(in, first, cols / V, held, -INFINITY);
+  const SoftmaxState state = row_softmax_state<T, V, P>(held, -INFINITY, cluster, scratch, &slot);
+  // A row of all -inf has no visible element: it outputs zeros rather than 0/0.
+  const float inv_sum = state.sum > 0.0f ? 1.0f / state.sum : 0.0f;
+  const float row_max = state.max == -INFINITY ? 0.0f : state.max;
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    if (k < count) {
+      float v[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = expf(to_float(held[k].v[i]) - row_max) * inv_sum;
+      store_floats<T, V>(reinterpret_cast<T*>(out + held_index(first, k)), v);
+    }
+  }
+}
+
+template <class T, int V, int P>
+__global__ void __launch_bounds__(kRowThreads)
+    softmax_backward_cached_kernel(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+                                   long long cols, int cluster) {
+  __shared__ float scratch[32];
+  __shared__ float slot;
+  const long long row = blockIdx.x / cluster;
+  const long long first = static_cast<long long>(blockIdx.x % cluster) * blockDim.x * P;
+  const long long packs = cols / V;
+  Pack<T, V> yh[P], gh[P];
+  const int count = load_held<T, V, P>(reinterpret_cast<const Pack<T, V>*>(y + row * cols), first, packs, yh, 0.0f);
+  load_held<T, V, P>(reinterpret_cast<const Pack<T, V>*>(dy + row * cols), first, packs, gh, 0.0f);
+  float dot = 0.0f;
+#pragma unroll
+  for (int k = 0; k < P; ++k)
+#pragma unroll
+    for (int i = 0; i < V; ++i) dot += to_float(yh[k].v[i]) * to_float(gh[k].v[i]);
+  dot = block_reduce(dot, Sum{}, scratch);
+  if (cluster > 1) dot = cluster_reduce(dot, Sum{}, &slot);
+
+  auto* out = reinterpret_cast<Pack<T, V>*>(dx + row * cols);
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    if (k < count) {
+      float v[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = to_float(yh[k].v[i]) * (to_float(gh[k].v[i]) - dot);
+      store_floats<T, V>(reinterpret_cast<T*>(out + held_index(first, k)), v);
+    }
+  }
+}
+
+// Streaming kernels. V elements per thread per step: 16-byte packs when the row allows, else 1.
 template <class T, int V>
 __global__ void softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, long long cols) {
   __shared__ SoftmaxState scratch[32];
@@ -80,6 +142,32 @@ int threads_for(long long cols, int vec) {
   return threads;
 }
 
+// Packs a thread may hold: 32 elements forward, 16 each of y and dy backward. More and the
+// compiler, which unpacks 16-bit packs into one register an element, spills past 64 registers.
+constexpr int max_packs_per_thread(int v, int elements) { return v == 1 ? elements / 4 : elements / v; }
+
+// Launches the cached forward kernel when the row fits; false leaves the row to the streaming one.
+template <class T, int V>
+bool try_cached_forward(const T* in, T* out, long long rows, long long cols, Stream stream) {
+  constexpr int kMax = max_packs_per_thread(V, 32);
+  const RowPlan plan = plan_rows(rows, cols / V, kMax, device_has_clusters());
+  const auto go = [&](auto kernel) { return launch_rows(kernel, plan, rows, stream, in, out, cols, plan.cluster); };
+  if (plan.packs_per_thread == kMax) return go(softmax_cached_kernel<T, V, kMax>);
+  if (plan.packs_per_thread == 4) return go(softmax_cached_kernel<T, V, 4>);
+  if (plan.packs_per_thread == 1) return go(softmax_cached_kernel<T, V, 1>);
+  return false;
+}
+
+template <class T, int V>
+bool try_cached_backward(const T* yp, const T* gp, T* out, long long rows, long long cols, Stream stream) {
+  constexpr int kMax = max_packs_per_thread(V, 16);
+  const RowPlan plan = plan_rows(rows, cols / V, kMax, device_has_clusters());
+  const auto go = [&](auto kernel) { return launch_rows(kernel, plan, rows, stream, yp, gp, out, cols, plan.cluster); };
+  if (plan.packs_per_thread == kMax) return go(softmax_backward_cached_kernel<T, V, kMax>);
+  if (plan.packs_per_thread == 1) return go(softmax_backward_cached_kernel<T, V, 1>);
+  return false;
+}
+
 template <class T>
 void launch_forward(const Tensor& x, const Tensor& y, Stream stream) {
   constexpr int V = 16 / sizeof(T);
@@ -88,6 +176,9 @@ void launch_forward(const Tensor& x, const Tensor& y, Stream stream) {
   const T* in = x.data_as<const T>();
   T* out = y.data_as<T>();
   const bool vectorized = cols % V == 0 && pack_aligned<T, V>(in) && pack_aligned<T, V>(out);
+  if (vectorized ? try_cached_forward<T, V>(in, out, rows, cols, stream)
+                 : try_cached_forward<T, 1>(in, out, rows, cols, stream))
+    return;
   const int threads = threads_for(cols, vectorized ? V : 1);
   if (vectorized)
     softmax_forward_kernel<T, V><<<rows, threads, 0, to_cuda(stream)>>>(in, out, cols);
@@ -106,6 +197,9 @@ void launch_backward(const Tensor& y, const Tensor& dy, const Tensor& dx, Stream
   T* out = dx.data_as<T>();
   const bool vectorized =
       cols % V == 0 && pack_aligned<T, V>(yp) && pack_aligned<T, V>(gp) && pack_aligned<T, V>(out);
+  if (vectorized ? try_cached_backward<T, V>(yp, gp, out, rows, cols, stream)
+                 : try_cached_backward<T, 1>(yp, gp, out, rows, cols, stream))
+    return;
   const int threads = threads_for(cols, vectorized ? V : 1);
   if (vectorized)
     softmax_backward_kernel<T, V><<<rows, threads, 0, to_cuda(stream)>>>(yp, gp, out, cols);

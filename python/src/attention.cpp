@@ -1,0 +1,88 @@
+// ignis.attention_naive, ignis.attention_unfused and ignis.attention_scores, in flash_attn_func's
+// layout: q [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, head_dim].
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+
+#include <cmath>
+#include <utility>
+
+#include "common.h"
+#include "ignis/ops/attention.h"
+#include "ignis/ops/attention_scores.h"
+
+namespace ignis::python {
+namespace {
+
+using OptStream = std::optional<std::uintptr_t>;
+
+// softmax_scale, defaulting to 1 / sqrt(head_dim) as flash_attn does.
+double scale_or_default(std::optional<double> softmax_scale, const Array& q) {
+  const std::int64_t head_dim = extent(q.tensor, 3);
+  return softmax_scale.value_or(head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0);
+}
+
+nb::tuple attention_naive(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
+                          std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window,
+                          double softcap, OptStream stream) {
+  constexpr const char* op = "attention_naive";
+  const Array q = array_arg(q_arg, op, "q"), k = array_arg(k_arg, op, "k"), v = array_arg(v_arg, op, "v");
+  const Tensor& qt = q.tensor;
+  const Array o = empty_like(q, qt.shape(), qt.dtype(), op, "q.dtype");
+  const Array lse = empty_like(q, {extent(qt, 0), extent(qt, 2), extent(qt, 1)}, attention_lse_dtype(qt.dtype()),
+                               op, "lse");
+  AttentionParams params;
+  params.scale = scale_or_default(softmax_scale, q);
+  params.causal = causal;
+  params.window_left = window.first;
+  params.window_right = window.second;
+  params.softcap = softcap;
+  run_op(q, stream,
+         [&](Stream s) { attention_naive_forward(qt, k.tensor, v.tensor, o.tensor, lse.tensor, params, s); });
+  return nb::make_tuple(o.object, lse.object);
+}
+
+nb::object attention_unfused(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
+                             std::optional<double> softmax_scale, OptStream stream) {
+  constexpr const char* op = "attention_unfused";
+  const Array q = array_arg(q_arg, op, "q"), k = array_arg(k_arg, op, "k"), v = array_arg(v_arg, op, "v");
+  const Array o = empty_like(q, q.tensor.shape(), q.tensor.dtype(), op, "q.dtype");
+  const AttentionScoresParams params{scale_or_default(softmax_scale, q), causal};
+  run_op(q, stream, [&](Stream s) { attention_unfused_forward(q.tensor, k.tensor, v.tensor, o.tensor, params, s); });
+  return o.object;
+}
+
+nb::object scores(nb::handle q_arg, nb::handle k_arg, bool causal, std::optional<double> softmax_scale,
+                  OptStream stream) {
+  constexpr const char* op = "attention_scores";
+  const Array q = array_arg(q_arg, op, "q"), k = array_arg(k_arg, op, "k");
+  const Tensor& qt = q.tensor;
+  const Shape shape{extent(qt, 0), extent(qt, 2), extent(qt, 1), extent(k.tensor, 1)};
+  const Array s_out = empty_like(q, shape, qt.dtype(), op, "q.dtype");
+  const AttentionScoresParams params{scale_or_default(softmax_scale, q), causal};
+  run_op(q, stream, [&](Stream s) { attention_scores(qt, k.tensor, s_out.tensor, params, s); });
+  return s_out.object;
+}
+
+}  // namespace
+
+void bind_attention(nb::module_& m) {
+  m.def("attention_naive", &attention_naive, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("causal") = false,
+        nb::arg("softmax_scale") = nb::none(), nb::arg("window") = std::pair<std::int64_t, std::int64_t>{-1, -1},
+        nb::arg("softcap") = 0.0, nb::kw_only(), nb::arg("stream") = nb::none(),
+        "(o, lse): softmax(scale * q k^T, masked) v, the naive reference kernel (CUDA float32 and float64).\n"
+        "q: [batch, seqlen_q, heads_q, head_dim], k, v: [batch, seqlen_k, heads_kv, head_dim] with heads_q a\n"
+        "multiple of heads_kv (GQA); o like q; lse: [batch, heads_q, seqlen_q] (natural log, float32; float64\n"
+        "for float64). Masks are bottom-right aligned; window = (left, right) in keys, -1 unlimited;\n"
+        "softcap > 0 maps scores to softcap * tanh(score / softcap). softmax_scale defaults to 1/sqrt(head_dim).\n"
+        "A query with no visible key gives o = 0 and lse = -inf.");
+  m.def("attention_unfused", &attention_unfused, nb::arg("q"), nb::arg("k"), nb::arg("v"),
+        nb::arg("causal") = false, nb::arg("softmax_scale") = nb::none(), nb::kw_only(),
+        nb::arg("stream") = nb::none(),
+        "o = softmax(scale * q k^T, masked) v through memory (GEMM, mask, softmax, GEMM): the baseline of the\n"
+        "fused kernels. CUDA float32, float16, bfloat16; shapes as attention_naive's.");
+  m.def("attention_scores", &scores, nb::arg("q"), nb::arg("k"), nb::arg("causal") = false,
+        nb::arg("softmax_scale") = nb::none(), nb::kw_only(), nb::arg("stream") = nb::none(),
+        "s = scale * q k^T: [batch, heads_q, seqlen_q, seqlen_k], -inf where masked (CUDA, any float dtype).");
+}
+
+}  // namespace ignis::python
