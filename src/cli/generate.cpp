@@ -6,12 +6,12 @@
 #include <sstream>
 #include <vector>
 
-#include "cli/tokenizer_seam.h"
 #include "engine/generator.h"
 #include "engine/linear.h"
 #include "engine/llama_model.h"
 #include "ignis/error.h"
 #include "model/gguf.h"
+#include "model/tokenizer.h"
 
 namespace ignis::cli {
 namespace {

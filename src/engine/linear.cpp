@@ -172,7 +172,13 @@ void LinearWeight::row_to_f32(std::int64_t r, float* out) const {
     const std::uint16_t* row = bf16_.data() + r * cols_;
     for (std::int64_t c = 0; c < cols_; ++c) out[c] = bf16_bits_to_float(row[c]);
   } else {
-    for (std::int64_t c = 0; c < cols_; ++c) out[c] = q8_value(*this, r, c);
+    const std::int64_t blocks = (cols_ + kQ8Block - 1) / kQ8Block;
+    const std::int8_t* row = q8_.data() + r * cols_;
+    const float* scales = q8_scales_.data() + r * blocks;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t end = std::min(cols_, (b + 1) * kQ8Block);
+      for (std::int64_t c = b * kQ8Block; c < end; ++c) out[c] = static_cast<float>(row[c]) * scales[b];
+    }
   }
 }
 
