@@ -100,25 +100,23 @@ TEST(LlamaConfig, Errors) {
   missing.add_scalar<std::uint32_t>("llama.block_count", 3);
   EXPECT_ERROR_CONTAINS(config_of(missing), "llama config: llama.embedding_length: expected an integer key, got none");
 
-  GgufWriter kv = minimal_writer();
-  kv.add_scalar<std::uint32_t>("llama.attention.head_count_kv", 3);
-  EXPECT_ERROR_CONTAINS(config_of(kv), "llama config: attention.head_count_kv: expected a divisor of head_count 4, got 3");
-
-  GgufWriter odd = minimal_writer();
-  odd.add_scalar<std::uint32_t>("llama.attention.key_length", 7);
-  EXPECT_ERROR_CONTAINS(config_of(odd), "llama config: head_dim: expected an even number, got 7");
-
-  GgufWriter rot = minimal_writer();
-  rot.add_scalar<std::uint32_t>("llama.rope.dimension_count", 10);
-  EXPECT_ERROR_CONTAINS(config_of(rot), "llama config: rope.dimension_count: expected an even number in (0, head_dim = 8], got 10");
-
-  GgufWriter value = minimal_writer();
-  value.add_scalar<std::uint32_t>("llama.attention.value_length", 16);
-  EXPECT_ERROR_CONTAINS(config_of(value), "llama.attention.value_length: expected the key length 8, got 16");
-
-  GgufWriter zero = minimal_writer();
-  zero.add_scalar<std::uint32_t>("llama.vocab_size", 0);
-  EXPECT_ERROR_CONTAINS(config_of(zero), "llama config: vocab_size: expected > 0, got 0");
+  // One bad u32 key added to a valid file, and the message it must give.
+  const struct {
+    const char* key;
+    std::uint32_t value;
+    const char* message;
+  } bad_keys[] = {
+      {"llama.attention.head_count_kv", 3, "llama config: attention.head_count_kv: expected a divisor of head_count 4, got 3"},
+      {"llama.attention.key_length", 7, "llama config: head_dim: expected an even number, got 7"},
+      {"llama.rope.dimension_count", 10, "llama config: rope.dimension_count: expected an even number in (0, head_dim = 8], got 10"},
+      {"llama.attention.value_length", 16, "llama.attention.value_length: expected the key length 8, got 16"},
+      {"llama.vocab_size", 0, "llama config: vocab_size: expected > 0, got 0"},
+  };
+  for (const auto& bad : bad_keys) {
+    GgufWriter w = minimal_writer();
+    w.add_scalar<std::uint32_t>(bad.key, bad.value);
+    EXPECT_ERROR_CONTAINS(config_of(w), bad.message);
+  }
 
   GgufWriter type = minimal_writer();
   type.add_string("llama.rope.freq_base", "big");

