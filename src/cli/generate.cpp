@@ -1,0 +1,197 @@
+#include "cli/generate.h"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "engine/generator.h"
+#include "engine/linear.h"
+#include "engine/llama_model.h"
+#include "ignis/error.h"
+#include "model/gguf.h"
+#include "model/tokenizer.h"
+
+namespace ignis::cli {
+namespace {
+
+struct Loaded {
+  model::GgufFile file;
+  std::unique_ptr<engine::LlamaModel> model;
+};
+
+Loaded load(const std::string& path, const std::string& device, const std::string& weights, int threads) {
+  engine::ModelOptions options;
+  options.device = Device::parse(device);
+  options.threads = threads;
+  options.weights.format = engine::parse_weight_format(weights);
+  Loaded l{model::GgufFile::open(path), nullptr};
+  l.model = engine::LlamaModel::load(l.file, options);
+  return l;
+}
+
+std::vector<std::int32_t> parse_ids(const std::string& text) {
+  std::vector<std::int32_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    check_arg(used > 0 && item.find_first_not_of(" ", used) == std::string::npos, "ignis", "--prompt-ids",
+              "comma-separated integers", item);
+    check_arg(v >= 0 && v < (1LL << 31), "ignis", "--prompt-ids", "ids in [0, 2^31)", v);
+    ids.push_back(static_cast<std::int32_t>(v));
+  }
+  check_arg(!ids.empty(), "ignis", "--prompt-ids", "at least one id", "none");
+  return ids;
+}
+
+engine::GenerateOptions options_of(const GenerateArgs& a) {
+  engine::GenerateOptions o;
+  o.max_new_tokens = a.max_new_tokens;
+  o.temperature = a.temperature;
+  o.top_k = a.top_k;
+  o.top_p = a.top_p;
+  o.seed = a.seed;
+  return o;
+}
+
+void print_stats(const engine::GenerationResult& r) {
+  const engine::GenerationStats& s = r.stats;
+  std::fprintf(stderr,
+               "\n[%lld prompt tokens (%lld reused), prefill %.1f tok/s | %lld generated, TTFT %.1f ms, "
+               "TBT median %.1f ms mean %.1f ms, %.1f tok/s | %s]\n",
+               static_cast<long long>(s.context_tokens), static_cast<long long>(s.reused_tokens),
+               s.prefill_tokens_per_s, static_cast<long long>(s.generated_tokens), s.ttft_s * 1e3,
+               s.tbt_median_s * 1e3, s.tbt_mean_s * 1e3, s.decode_tokens_per_s,
+               engine::stop_reason_name(r.reason).c_str());
+}
+
+// BOS when the file asks for one and the text did not bring it.
+void add_bos(const model::GgufFile& file, const model::Tokenizer& tok, std::vector<std::int32_t>& ids) {
+  const bool wanted = file.get_optional<bool>("tokenizer.ggml.add_bos_token").value_or(false);
+  if (wanted && tok.bos_id() && (ids.empty() || ids.front() != *tok.bos_id())) ids.insert(ids.begin(), *tok.bos_id());
+}
+
+std::vector<std::int32_t> encode_turns(const model::GgufFile& file, const model::Tokenizer& tok,
+                                       const std::vector<model::ChatMessage>& messages) {
+  std::vector<std::int32_t> ids = tok.encode(tok.apply_chat_template(messages, true), /*parse_special=*/true);
+  add_bos(file, tok, ids);
+  return ids;
+}
+
+int generate_from_ids(engine::LlamaModel& model, const GenerateArgs& a) {
+  engine::Generator gen(model, a.context);
+  const std::vector<std::int32_t> ids = parse_ids(a.prompt_ids);
+  const engine::GenerationResult r = gen.generate(ids, options_of(a), [](std::int32_t id) {
+    std::printf("%d ", id);
+    std::fflush(stdout);
+    return true;
+  });
+  std::printf("\n");
+  print_stats(r);
+  return 0;
+}
+
+}  // namespace
+
+int run_generate(const GenerateArgs& a) {
+  Loaded l = load(a.model_path, a.device, a.weights, a.threads);
+  if (!a.prompt_ids.empty()) return generate_from_ids(*l.model, a);
+  const model::Tokenizer tok = model::Tokenizer::from_gguf(l.file);
+  std::vector<std::int32_t> ids;
+  if (!a.raw && tok.has_chat_template()) {
+    std::vector<model::ChatMessage> messages;
+    if (!a.system.empty()) messages.push_back({"system", a.system});
+    messages.push_back({"user", a.prompt});
+    ids = encode_turns(l.file, tok, messages);
+  } else {
+    ids = tok.encode(a.prompt, /*parse_special=*/true);
+    add_bos(l.file, tok, ids);
+  }
+  engine::GenerateOptions o = options_of(a);
+  o.stop_ids = tok.stop_ids();
+  engine::Generator gen(*l.model, a.context);
+  model::StreamDecoder decoder(tok);
+  const engine::GenerationResult r = gen.generate(ids, o, [&](std::int32_t id) {
+    std::fputs(decoder.push(id).c_str(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  std::fputs(decoder.flush().c_str(), stdout);
+  std::fputs("\n", stdout);
+  print_stats(r);
+  return 0;
+}
+
+int run_chat(const GenerateArgs& a) {
+  Loaded l = load(a.model_path, a.device, a.weights, a.threads);
+  const model::Tokenizer tok = model::Tokenizer::from_gguf(l.file);
+  check_arg(tok.has_chat_template(), "ignis chat", "model", "a chat template (tokenizer.chat_template)", "none");
+  engine::GenerateOptions o = options_of(a);
+  o.stop_ids = tok.stop_ids();
+  engine::Generator gen(*l.model, a.context);
+  std::vector<model::ChatMessage> messages;
+  if (!a.system.empty()) messages.push_back({"system", a.system});
+  std::fprintf(stderr, "ignis chat: one message per line; /reset starts over, an empty line or EOF ends\n");
+  std::string line;
+  for (;;) {
+    std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line) || line.empty()) break;
+    if (line == "/reset") {
+      messages.resize(a.system.empty() ? 0 : 1);
+      gen.reset();
+      continue;
+    }
+    messages.push_back({"user", line});
+    // The whole conversation each turn: the generator reuses the cached prefix and runs only the new part.
+    const std::vector<std::int32_t> ids = encode_turns(l.file, tok, messages);
+    model::StreamDecoder decoder(tok);
+    std::string reply;
+    const engine::GenerationResult r = gen.generate(ids, o, [&](std::int32_t id) {
+      const std::string piece = decoder.push(id);
+      reply += piece;
+      std::fputs(piece.c_str(), stdout);
+      std::fflush(stdout);
+      return true;
+    });
+    const std::string rest = decoder.flush();
+    reply += rest;
+    std::fputs((rest + "\n").c_str(), stdout);
+    print_stats(r);
+    messages.push_back({"assistant", reply});
+  }
+  return 0;
+}
+
+int run_bench(const BenchArgs& a) {
+  check_arg(a.prompt_tokens >= 1, "ignis bench", "--prompt-tokens", ">= 1", a.prompt_tokens);
+  Loaded l = load(a.model_path, "cpu", a.weights, a.threads);
+  const engine::LlamaConfig& c = l.model->config();
+  // Fixed ids spread over the vocabulary: the same work on every run.
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(a.prompt_tokens));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    ids[i] = static_cast<std::int32_t>((i * 7919 + 13) % static_cast<std::size_t>(c.vocab_size));
+  engine::GenerateOptions o;
+  o.max_new_tokens = a.new_tokens;
+  engine::Generator gen(*l.model, a.prompt_tokens + a.new_tokens);
+  const engine::GenerationResult r = gen.generate(ids, o);
+  const engine::GenerationStats& s = r.stats;
+  std::printf("model: %s (%s weights, %.0f MB, %d threads, %s)\n", a.model_path.c_str(), a.weights.c_str(),
+              static_cast<double>(l.model->weights().bytes()) / 1e6, a.threads,
+              engine::linear_kernels_summary().c_str());
+  std::printf("prefill: %lld tokens in %.1f ms: %.1f tok/s\n", static_cast<long long>(s.prefill_tokens),
+              s.prefill_s * 1e3, s.prefill_tokens_per_s);
+  std::printf("decode: %lld tokens, TTFT %.1f ms, TBT median %.2f ms mean %.2f ms: %.1f tok/s\n",
+              static_cast<long long>(s.generated_tokens), s.ttft_s * 1e3, s.tbt_median_s * 1e3, s.tbt_mean_s * 1e3,
+              s.decode_tokens_per_s);
+  return 0;
+}
+
+}  // namespace ignis::cli

@@ -1,0 +1,69 @@
+#pragma once
+// A Llama-family decoder: token ids in, next-token logits out, the KV cache carried across calls.
+//
+// Per layer: x += Wo attn(rope(Wq n(x)), rope(Wk n(x)), Wv n(x)); x += Wdown swiglu(Wgate n(x), Wup n(x)),
+// n = RMSNorm; then logits = lm_head(RMSNorm(x)). Linear layers run through linear_forward
+// (OpenBLAS / AVX2), the norms, RoPE and SwiGLU through the ignis ops, attention through an
+// AttentionBackend. The CPU is the only device today.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/attention_backend.h"
+#include "engine/kv_cache.h"
+#include "engine/llama_config.h"
+#include "engine/llama_weights.h"
+#include "engine/thread_pool.h"
+#include "ignis/device.h"
+#include "model/gguf.h"
+
+namespace ignis::engine {
+
+struct ModelOptions {
+  Device device = Device::cpu();
+  int threads = 2;  // including the caller's thread
+  WeightOptions weights;
+};
+
+class LlamaModel {
+ public:
+  // Reads config and weights from the file. Throws for a CUDA device ("CUDA engine not built
+  // yet") and for everything LlamaConfig::from_gguf and LlamaWeights::load reject.
+  static std::unique_ptr<LlamaModel> load(const model::GgufFile& file, const ModelOptions& options = {});
+  LlamaModel(LlamaConfig config, LlamaWeights weights, const ModelOptions& options = {});
+
+  const LlamaConfig& config() const { return config_; }
+  const LlamaWeights& weights() const { return weights_; }
+  const ModelOptions& options() const { return options_; }
+  const AttentionBackend& attention() const { return *attention_; }
+
+  // A cache for up to max_seq positions (0: the model's context_length).
+  KvCache make_cache(std::int64_t max_seq = 0) const;
+
+  // Runs `tokens` at positions cache.length(), cache.length() + 1, ... (the cache holds every
+  // earlier position, so positions follow from it) and appends their K/V to the cache.
+  // Returns logits [tokens.size(), vocab] when all_logits, else [1, vocab] for the last token,
+  // valid until the next call. Throws ignis::Error for no tokens, an id outside [0, vocab), or
+  // "context length exceeded: N + M > max" (the cache is then unchanged).
+  std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits = false);
+
+ private:
+  void ensure_scratch(std::int64_t n);
+  void attention_block(std::int64_t layer, std::int64_t n, KvCache& cache);
+  void ffn_block(std::int64_t layer, std::int64_t n);
+
+  LlamaConfig config_;
+  LlamaWeights weights_;
+  ModelOptions options_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<AttentionBackend> attention_;
+  std::vector<float> inv_freq_;  // [rotary_dim / 2]
+  float rope_factor_ = 1.0f;
+
+  // Activations of one call, grown to the largest token count seen.
+  std::int64_t scratch_tokens_ = 0;
+  std::vector<float> x_, xn_, q_, attn_, proj_, gate_, up_, logits_;
+};
+
+}  // namespace ignis::engine
