@@ -48,7 +48,7 @@ std::string stop_reason_name(StopReason reason) {
   return "unknown";
 }
 
-Generator::Generator(LlamaModel& model, std::int64_t max_seq) : model_(model), cache_(model.make_cache(max_seq)) {}
+Generator::Generator(CausalLm& model, std::int64_t max_seq) : model_(model), cache_(model.make_cache(max_seq)) {}
 
 void Generator::reset() {
   cache_.clear();
@@ -56,7 +56,7 @@ void Generator::reset() {
 }
 
 std::int32_t Generator::sample(std::span<const float> logits, const GenerateOptions& options, std::uint64_t step) {
-  const std::int64_t vocab = model_.config().vocab_size;
+  const std::int64_t vocab = model_.vocab_size();
   SamplingParams params;
   params.temperature = options.temperature;
   params.top_k = options.top_k;

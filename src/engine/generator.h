@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/causal_lm.h"
 #include "engine/kv_cache.h"
-#include "engine/llama_model.h"
 
 namespace ignis::engine {
 
@@ -53,7 +53,7 @@ using TokenCallback = std::function<bool(std::int32_t)>;
 class Generator {
  public:
   // `model` must outlive the generator. max_seq: the cache size (0: the model's context length).
-  explicit Generator(LlamaModel& model, std::int64_t max_seq = 0);
+  explicit Generator(CausalLm& model, std::int64_t max_seq = 0);
 
   // Generates after `context` (the full context: earlier turns included). Throws ignis::Error
   // for an empty context, bad options, a bad id, or a context longer than the cache
@@ -69,7 +69,7 @@ class Generator {
  private:
   std::int32_t sample(std::span<const float> logits, const GenerateOptions& options, std::uint64_t step);
 
-  LlamaModel& model_;
+  CausalLm& model_;
   KvCache cache_;
   std::vector<std::int32_t> cached_;
 };

@@ -4,31 +4,15 @@
 #include <string>
 
 #include "engine/cpu_attention.h"
+#include "engine/cpu_forward.h"
 #include "ignis/error.h"
 #include "ignis/ops/activation.h"
 #include "ignis/ops/norm.h"
 #include "ignis/ops/rope.h"
 
 namespace ignis::engine {
-namespace {
-
-Tensor cpu_view(const float* data, Shape shape) {
-  return Tensor::view(const_cast<float*>(data), DType::f32, Device::cpu(), std::move(shape));
-}
-
-void add_into(float* x, const float* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
-}
-
-void require_cpu(const Device& device) {
-  if (!device.is_cpu())
-    throw Error("LlamaModel: device: CUDA engine not built yet (expected cpu, got " + device.str() + ")");
-}
-
-}  // namespace
-
 std::unique_ptr<LlamaModel> LlamaModel::load(const model::GgufFile& file, const ModelOptions& options) {
-  require_cpu(options.device);
+  require_cpu(options.device, "LlamaModel");
   LlamaConfig config = LlamaConfig::from_gguf(file);
   LlamaWeights weights = LlamaWeights::load(file, config, options.weights);
   return std::make_unique<LlamaModel>(std::move(config), std::move(weights), options);
@@ -36,7 +20,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const model::GgufFile& file, const 
 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const ModelOptions& options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
-  require_cpu(options.device);
+  require_cpu(options.device, "LlamaModel");
   config_.validate();
   check_arg(static_cast<std::int64_t>(weights_.layers.size()) == config_.n_layers, "LlamaModel", "weights.layers",
             config_.n_layers, weights_.layers.size());

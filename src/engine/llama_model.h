@@ -11,22 +11,18 @@
 #include <vector>
 
 #include "engine/attention_backend.h"
+#include "engine/causal_lm.h"
 #include "engine/kv_cache.h"
 #include "engine/llama_config.h"
 #include "engine/llama_weights.h"
+#include "engine/model_options.h"
 #include "engine/thread_pool.h"
 #include "ignis/device.h"
 #include "model/gguf.h"
 
 namespace ignis::engine {
 
-struct ModelOptions {
-  Device device = Device::cpu();
-  int threads = 2;  // including the caller's thread
-  WeightOptions weights;
-};
-
-class LlamaModel {
+class LlamaModel : public CausalLm {
  public:
   // Reads config and weights from the file. Throws for a CUDA device ("CUDA engine not built
   // yet") and for everything LlamaConfig::from_gguf and LlamaWeights::load reject.
@@ -38,15 +34,20 @@ class LlamaModel {
   const ModelOptions& options() const { return options_; }
   const AttentionBackend& attention() const { return *attention_; }
 
+  std::int64_t vocab_size() const override { return config_.vocab_size; }
+  std::int64_t context_length() const override { return config_.context_length; }
+  std::size_t weight_bytes() const override { return weights_.bytes(); }
+
   // A cache for up to max_seq positions (0: the model's context_length).
-  KvCache make_cache(std::int64_t max_seq = 0) const;
+  KvCache make_cache(std::int64_t max_seq = 0) const override;
 
   // Runs `tokens` at positions cache.length(), cache.length() + 1, ... (the cache holds every
   // earlier position, so positions follow from it) and appends their K/V to the cache.
   // Returns logits [tokens.size(), vocab] when all_logits, else [1, vocab] for the last token,
   // valid until the next call. Throws ignis::Error for no tokens, an id outside [0, vocab), or
   // "context length exceeded: N + M > max" (the cache is then unchanged).
-  std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits = false);
+  std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache,
+                                 bool all_logits = false) override;
 
  private:
   void ensure_scratch(std::int64_t n);

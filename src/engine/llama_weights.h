@@ -12,19 +12,11 @@
 
 #include "engine/linear.h"
 #include "engine/llama_config.h"
+#include "engine/model_options.h"
 #include "ignis/ops/rope.h"
 #include "model/gguf.h"
 
 namespace ignis::engine {
-
-enum class QkOrder { gguf_interleaved, hf_rotate_half };
-
-struct WeightOptions {
-  // Of the linear layers and the embedding table. q8 is the fastest on the CPU (fewest bytes per
-  // token); f32 keeps the file's values exactly.
-  WeightFormat format = WeightFormat::q8;
-  QkOrder qk_order = QkOrder::gguf_interleaved;
-};
 
 // The RoPE pairing that matches the weights' q/k row order.
 RopeStyle rope_style(QkOrder order);

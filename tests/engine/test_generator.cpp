@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engine/generator.h"
+#include "engine/llama_model.h"
 #include "engine/tiny_llama.h"
 #include "model/error_text.h"
 

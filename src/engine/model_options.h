@@ -1,0 +1,24 @@
+#pragma once
+// How a model is loaded for the engine: device, threads and weight storage. Shared by every
+// model family; qk_order concerns only GGUF Llama files.
+#include "engine/linear.h"
+#include "ignis/device.h"
+
+namespace ignis::engine {
+
+enum class QkOrder { gguf_interleaved, hf_rotate_half };
+
+struct WeightOptions {
+  // Of the linear layers and the embedding table. q8 is the fastest on the CPU (fewest bytes per
+  // token); f32 keeps the file's values exactly.
+  WeightFormat format = WeightFormat::q8;
+  QkOrder qk_order = QkOrder::gguf_interleaved;
+};
+
+struct ModelOptions {
+  Device device = Device::cpu();
+  int threads = 2;  // including the caller's thread
+  WeightOptions weights;
+};
+
+}  // namespace ignis::engine
