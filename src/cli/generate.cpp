@@ -1,12 +1,15 @@
 #include "cli/generate.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "engine/generator.h"
+#include "engine/gpt2_model.h"
 #include "engine/linear.h"
 #include "engine/llama_model.h"
 #include "ignis/error.h"
@@ -16,18 +19,35 @@
 namespace ignis::cli {
 namespace {
 
+// A GGUF file (Llama family) or a Hugging Face GPT-2 folder, and where its tokenizer lives.
 struct Loaded {
-  model::GgufFile file;
-  std::unique_ptr<engine::LlamaModel> model;
+  std::optional<model::GgufFile> gguf;
+  std::string tokenizer_json;  // GPT-2: the tokenizer.json beside the weights
+  std::unique_ptr<engine::CausalLm> model;
+
+  model::Tokenizer tokenizer() const {
+    return gguf ? model::Tokenizer::from_gguf(*gguf) : model::Tokenizer::from_hf_json(tokenizer_json);
+  }
 };
+
+// A folder or a .safetensors file is a Hugging Face GPT-2; anything else is read as GGUF.
+bool is_gpt2_path(const std::string& path) {
+  return std::filesystem::is_directory(path) || std::filesystem::path(path).extension() == ".safetensors";
+}
 
 Loaded load(const std::string& path, const std::string& device, const std::string& weights, int threads) {
   engine::ModelOptions options;
   options.device = Device::parse(device);
   options.threads = threads;
   options.weights.format = engine::parse_weight_format(weights);
-  Loaded l{model::GgufFile::open(path), nullptr};
-  l.model = engine::LlamaModel::load(l.file, options);
+  Loaded l;
+  if (is_gpt2_path(path)) {
+    l.tokenizer_json = engine::Gpt2Files::locate(path).tokenizer;
+    l.model = engine::Gpt2Model::load(path, options);
+  } else {
+    l.gguf.emplace(model::GgufFile::open(path));
+    l.model = engine::LlamaModel::load(*l.gguf, options);
+  }
   return l;
 }
 
@@ -73,20 +93,20 @@ void print_stats(const engine::GenerationResult& r) {
                engine::stop_reason_name(r.reason).c_str());
 }
 
-// BOS when the file asks for one and the text did not bring it.
-void add_bos(const model::GgufFile& file, const model::Tokenizer& tok, std::vector<std::int32_t>& ids) {
-  const bool wanted = file.get_optional<bool>("tokenizer.ggml.add_bos_token").value_or(false);
+// BOS when a GGUF file asks for one and the text did not bring it (GPT-2 adds none).
+void add_bos(const Loaded& l, const model::Tokenizer& tok, std::vector<std::int32_t>& ids) {
+  const bool wanted = l.gguf && l.gguf->get_optional<bool>("tokenizer.ggml.add_bos_token").value_or(false);
   if (wanted && tok.bos_id() && (ids.empty() || ids.front() != *tok.bos_id())) ids.insert(ids.begin(), *tok.bos_id());
 }
 
-std::vector<std::int32_t> encode_turns(const model::GgufFile& file, const model::Tokenizer& tok,
+std::vector<std::int32_t> encode_turns(const Loaded& l, const model::Tokenizer& tok,
                                        const std::vector<model::ChatMessage>& messages) {
   std::vector<std::int32_t> ids = tok.encode(tok.apply_chat_template(messages, true), /*parse_special=*/true);
-  add_bos(file, tok, ids);
+  add_bos(l, tok, ids);
   return ids;
 }
 
-int generate_from_ids(engine::LlamaModel& model, const GenerateArgs& a) {
+int generate_from_ids(engine::CausalLm& model, const GenerateArgs& a) {
   engine::Generator gen(model, a.context);
   const std::vector<std::int32_t> ids = parse_ids(a.prompt_ids);
   const engine::GenerationResult r = gen.generate(ids, options_of(a), [](std::int32_t id) {
@@ -104,16 +124,18 @@ int generate_from_ids(engine::LlamaModel& model, const GenerateArgs& a) {
 int run_generate(const GenerateArgs& a) {
   Loaded l = load(a.model_path, a.device, a.weights, a.threads);
   if (!a.prompt_ids.empty()) return generate_from_ids(*l.model, a);
-  const model::Tokenizer tok = model::Tokenizer::from_gguf(l.file);
+  const model::Tokenizer tok = l.tokenizer();
+  // GPT-2 is no chat model: its prompt is used as is unless --chat asks for a template.
+  const bool use_template = tok.has_chat_template() && (l.gguf ? !a.raw : a.chat);
   std::vector<std::int32_t> ids;
-  if (!a.raw && tok.has_chat_template()) {
+  if (use_template) {
     std::vector<model::ChatMessage> messages;
     if (!a.system.empty()) messages.push_back({"system", a.system});
     messages.push_back({"user", a.prompt});
-    ids = encode_turns(l.file, tok, messages);
+    ids = encode_turns(l, tok, messages);
   } else {
     ids = tok.encode(a.prompt, /*parse_special=*/true);
-    add_bos(l.file, tok, ids);
+    add_bos(l, tok, ids);
   }
   engine::GenerateOptions o = options_of(a);
   o.stop_ids = tok.stop_ids();
@@ -132,7 +154,7 @@ int run_generate(const GenerateArgs& a) {
 
 int run_chat(const GenerateArgs& a) {
   Loaded l = load(a.model_path, a.device, a.weights, a.threads);
-  const model::Tokenizer tok = model::Tokenizer::from_gguf(l.file);
+  const model::Tokenizer tok = l.tokenizer();
   check_arg(tok.has_chat_template(), "ignis chat", "model", "a chat template (tokenizer.chat_template)", "none");
   engine::GenerateOptions o = options_of(a);
   o.stop_ids = tok.stop_ids();
@@ -151,7 +173,7 @@ int run_chat(const GenerateArgs& a) {
     }
     messages.push_back({"user", line});
     // The whole conversation each turn: the generator reuses the cached prefix and runs only the new part.
-    const std::vector<std::int32_t> ids = encode_turns(l.file, tok, messages);
+    const std::vector<std::int32_t> ids = encode_turns(l, tok, messages);
     model::StreamDecoder decoder(tok);
     std::string reply;
     const engine::GenerationResult r = gen.generate(ids, o, [&](std::int32_t id) {
@@ -173,18 +195,18 @@ int run_chat(const GenerateArgs& a) {
 int run_bench(const BenchArgs& a) {
   check_arg(a.prompt_tokens >= 1, "ignis bench", "--prompt-tokens", ">= 1", a.prompt_tokens);
   Loaded l = load(a.model_path, "cpu", a.weights, a.threads);
-  const engine::LlamaConfig& c = l.model->config();
+  const std::int64_t vocab = l.model->vocab_size();
   // Fixed ids spread over the vocabulary: the same work on every run.
   std::vector<std::int32_t> ids(static_cast<std::size_t>(a.prompt_tokens));
   for (std::size_t i = 0; i < ids.size(); ++i)
-    ids[i] = static_cast<std::int32_t>((i * 7919 + 13) % static_cast<std::size_t>(c.vocab_size));
+    ids[i] = static_cast<std::int32_t>((i * 7919 + 13) % static_cast<std::size_t>(vocab));
   engine::GenerateOptions o;
   o.max_new_tokens = a.new_tokens;
   engine::Generator gen(*l.model, a.prompt_tokens + a.new_tokens);
   const engine::GenerationResult r = gen.generate(ids, o);
   const engine::GenerationStats& s = r.stats;
   std::printf("model: %s (%s weights, %.0f MB, %d threads, %s)\n", a.model_path.c_str(), a.weights.c_str(),
-              static_cast<double>(l.model->weights().bytes()) / 1e6, a.threads,
+              static_cast<double>(l.model->weight_bytes()) / 1e6, a.threads,
               engine::linear_kernels_summary().c_str());
   std::printf("prefill: %lld tokens in %.1f ms: %.1f tok/s\n", static_cast<long long>(s.prefill_tokens),
               s.prefill_s * 1e3, s.prefill_tokens_per_s);

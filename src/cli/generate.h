@@ -6,7 +6,7 @@
 namespace ignis::cli {
 
 struct GenerateArgs {
-  std::string model_path;
+  std::string model_path;  // a GGUF file, or a Hugging Face GPT-2 folder or its .safetensors file
   std::string prompt;
   std::string prompt_ids;  // comma-separated ids instead of text: no tokenizer, ids printed
   std::string system;      // an optional system message (chat template only)
@@ -18,7 +18,8 @@ struct GenerateArgs {
   std::string device = "cpu";
   std::string weights = "q8";  // q8, bf16 or f32
   int threads = 2;
-  bool raw = false;  // skip the chat template
+  bool raw = false;   // skip the chat template (GGUF models use theirs by default)
+  bool chat = false;  // use the chat template (GPT-2 folders default to raw)
   std::int64_t context = 0;  // cache size; 0: the model's context length
 };
 

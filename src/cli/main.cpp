@@ -30,9 +30,12 @@ int run_info(const std::string& model_path) {
   return 0;
 }
 
+constexpr const char* kModelHelp =
+    "Model: a GGUF file, or a Hugging Face GPT-2 folder (config.json, model.safetensors, tokenizer.json)";
+
 // The options `generate` and `chat` share.
 void add_generation_options(CLI::App* app, ignis::cli::GenerateArgs& a) {
-  app->add_option("--model", a.model_path, "Model file (GGUF)")->capture_default_str();
+  app->add_option("--model", a.model_path, kModelHelp)->capture_default_str();
   app->add_option("-n,--max-tokens", a.max_new_tokens, "Most tokens to generate")->capture_default_str();
   app->add_option("--temperature", a.temperature, "Sampling temperature; 0 is greedy")->capture_default_str();
   app->add_option("--top-k", a.top_k, "Keep the k most likely tokens; 0 keeps all")->capture_default_str();
@@ -66,10 +69,10 @@ int main(int argc, char** argv) {
   add_generation_options(generate, gen_args);
   generate->add_option("-p,--prompt", gen_args.prompt, "Prompt text");
   generate->add_option("--prompt-ids", gen_args.prompt_ids, "Prompt as comma-separated token ids (prints ids)");
-  bool chat_template = false;  // the default; the flag exists to say so explicitly
-  auto* chat_flag =
-      generate->add_flag("--chat", chat_template, "Wrap the prompt in the model's chat template (the default)");
-  generate->add_flag("--raw", gen_args.raw, "Use the prompt as is, without the chat template")->excludes(chat_flag);
+  auto* chat_flag = generate->add_flag(
+      "--chat", gen_args.chat, "Wrap the prompt in the model's chat template (the default for GGUF models)");
+  generate->add_flag("--raw", gen_args.raw, "Use the prompt as is, without the chat template (the default for GPT-2)")
+      ->excludes(chat_flag);
 
   ignis::cli::GenerateArgs chat_args;
   chat_args.model_path = IGNIS_DEFAULT_MODEL;
@@ -79,7 +82,7 @@ int main(int argc, char** argv) {
   ignis::cli::BenchArgs bench_args;
   bench_args.model_path = IGNIS_DEFAULT_MODEL;
   auto* bench = app.add_subcommand("bench", "Measure prefill and greedy decode speed on the CPU");
-  bench->add_option("--model", bench_args.model_path, "Model file (GGUF)")->capture_default_str();
+  bench->add_option("--model", bench_args.model_path, kModelHelp)->capture_default_str();
   bench->add_option("--prompt-tokens", bench_args.prompt_tokens, "Prompt length")->capture_default_str();
   bench->add_option("-n,--new-tokens", bench_args.new_tokens, "Tokens to decode")->capture_default_str();
   bench->add_option("--weights", bench_args.weights, "q8, bf16 or f32")->capture_default_str();
