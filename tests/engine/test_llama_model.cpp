@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/llama_model.h"
+#include "engine/logits_check.h"
 #include "engine/tiny_llama.h"
 #include "model/error_text.h"
 
@@ -31,20 +32,8 @@ Loaded load(const TinyLlama& m, WeightFormat format = WeightFormat::f32,
   return Loaded(m, format, order, threads);
 }
 
-std::vector<std::int32_t> some_tokens(std::int64_t n, std::int64_t vocab, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::int32_t> t(static_cast<std::size_t>(n));
-  for (auto& id : t) id = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(vocab));
-  return t;
-}
-
-// Largest |got - want| over one logits row, relative to the row's largest |want| (at least 1).
-double row_error(std::span<const float> got, const std::vector<double>& want) {
-  double scale = 1.0, err = 0.0;
-  for (double w : want) scale = std::max(scale, std::abs(w));
-  for (std::size_t i = 0; i < want.size(); ++i) err = std::max(err, std::abs(static_cast<double>(got[i]) - want[i]));
-  return err / scale;
-}
+using test::row_error;
+using test::some_tokens;
 
 // f32 activations over a handful of layers: a few hundred ulps of the logit scale.
 constexpr double kF32Tol = 2e-5;
