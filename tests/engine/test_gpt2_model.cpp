@@ -101,7 +101,7 @@ TEST(Gpt2Model, IncrementalDecodeEqualsFullRecompute) {
   const std::size_t vocab = static_cast<std::size_t>(m.spec.vocab);
 
   KvCache cache = model->make_cache();
-  const std::vector<std::size_t> chunks = {3, 1, 1, 5, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  const std::vector<std::size_t> chunks = {3, 1, 1, 5, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   std::size_t at = 0;
   for (std::size_t chunk : chunks) {
     const auto logits = model->forward(std::span<const std::int32_t>(tokens.data() + at, chunk), cache);
