@@ -118,15 +118,7 @@ std::span<const float> Gpt2Model::forward(std::span<const std::int32_t> tokens, 
   const Gpt2Config& c = config_;
   const auto n = static_cast<std::int64_t>(tokens.size());
   const std::int64_t d = c.dim;
-  check_arg(n > 0, where, "tokens", "at least one token", 0);
-  check_arg(cache.n_layers() == c.n_layers && cache.n_kv_heads() == c.n_heads && cache.head_dim() == c.head_dim(),
-            where, "cache", "a cache made by this model's make_cache", "another geometry");
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int32_t id = tokens[static_cast<std::size_t>(i)];
-    if (id < 0 || id >= c.vocab_size)
-      fail_expected(where, "tokens[" + std::to_string(i) + "]", "an id in [0, " + std::to_string(c.vocab_size) + ")",
-                    id);
-  }
+  check_forward_inputs(where, tokens, cache, c.n_layers, c.n_heads, c.head_dim(), c.vocab_size);
   const std::int64_t pos0 = cache.length();
   if (pos0 + n > c.n_positions)
     throw Error("context length exceeded: " + std::to_string(pos0) + " + " + std::to_string(n) + " > " +

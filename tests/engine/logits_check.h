@@ -1,5 +1,7 @@
 #pragma once
 // Helpers of the engine tests that compare model logits with an fp64 reference.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -7,7 +9,12 @@
 #include <span>
 #include <vector>
 
+#include "engine/causal_lm.h"
+
 namespace ignis::test {
+
+// f32 activations over a handful of layers: a few hundred ulps of the logit scale.
+constexpr double kF32Tol = 2e-5;
 
 // n ids drawn uniformly from [0, vocab).
 inline std::vector<std::int32_t> some_tokens(std::int64_t n, std::int64_t vocab, std::uint64_t seed) {
@@ -23,6 +30,18 @@ inline double row_error(std::span<const float> got, const std::vector<double>& w
   for (double w : want) scale = std::max(scale, std::abs(w));
   for (std::size_t i = 0; i < want.size(); ++i) err = std::max(err, std::abs(static_cast<double>(got[i]) - want[i]));
   return err / scale;
+}
+
+// One prefill of `tokens` in a fresh cache: every position's logits against want[position].
+inline void expect_all_logits_match(engine::CausalLm& model, const std::vector<std::int32_t>& tokens,
+                                    const std::vector<std::vector<double>>& want, double tol) {
+  engine::KvCache cache = model.make_cache();
+  const auto logits = model.forward(tokens, cache, /*all_logits=*/true);
+  const std::size_t vocab = static_cast<std::size_t>(model.vocab_size());
+  ASSERT_EQ(logits.size(), tokens.size() * vocab);
+  for (std::size_t t = 0; t < tokens.size(); ++t)
+    EXPECT_LT(row_error(logits.subspan(t * vocab, vocab), want[t]), tol) << "position " << t;
+  EXPECT_EQ(cache.length(), static_cast<std::int64_t>(tokens.size()));
 }
 
 }  // namespace ignis::test

@@ -15,13 +15,11 @@
 namespace ignis::engine {
 namespace {
 
+using test::kF32Tol;
 using test::row_error;
 using test::some_tokens;
 using test::TinyGpt2;
 using test::TinyGpt2Spec;
-
-// f32 activations over a handful of layers: a few hundred ulps of the logit scale.
-constexpr double kF32Tol = 2e-5;
 
 struct Folder {
   explicit Folder(const TinyGpt2& m) { test::write_tiny_gpt2(dir, m); }
@@ -35,16 +33,8 @@ std::unique_ptr<Gpt2Model> load(const std::string& path, WeightFormat format = W
   return Gpt2Model::load(path, options);
 }
 
-void expect_all_logits_match(Gpt2Model& model, const TinyGpt2& ref_model, const std::vector<std::int32_t>& tokens,
-                             double tol) {
-  const auto want = test::ref_gpt2_forward(ref_model, tokens);
-  KvCache cache = model.make_cache();
-  const auto logits = model.forward(tokens, cache, /*all_logits=*/true);
-  const std::size_t vocab = static_cast<std::size_t>(ref_model.spec.vocab);
-  ASSERT_EQ(logits.size(), tokens.size() * vocab);
-  for (std::size_t t = 0; t < tokens.size(); ++t)
-    EXPECT_LT(row_error(logits.subspan(t * vocab, vocab), want[t]), tol) << "position " << t;
-  EXPECT_EQ(cache.length(), static_cast<std::int64_t>(tokens.size()));
+void expect_all_logits_match(Gpt2Model& model, const TinyGpt2& ref_model, const std::vector<std::int32_t>& tokens) {
+  test::expect_all_logits_match(model, tokens, test::ref_gpt2_forward(ref_model, tokens), kF32Tol);
 }
 
 TEST(Gpt2Model, LogitsMatchFp64Reference) {
@@ -53,7 +43,7 @@ TEST(Gpt2Model, LogitsMatchFp64Reference) {
   auto model = load(f.dir.path().string());
   EXPECT_EQ(model->vocab_size(), m.spec.vocab);
   EXPECT_EQ(model->context_length(), m.spec.positions);
-  expect_all_logits_match(*model, m, some_tokens(11, m.spec.vocab, 31), kF32Tol);
+  expect_all_logits_match(*model, m, some_tokens(11, m.spec.vocab, 31));
 }
 
 // GPT2LMHeadModel checkpoints prefix "transformer."; some keep an lm_head.weight of their own;
@@ -73,7 +63,7 @@ TEST(Gpt2Model, PrefixedUntiedAndDefaultInnerWidth) {
   dir.write("config.json", config.dump());
   auto model = load(dir.file("model.safetensors"));
   EXPECT_TRUE(model->weights().lm_head_weight.has_value());
-  expect_all_logits_match(*model, m, some_tokens(9, s.vocab, 32), kF32Tol);
+  expect_all_logits_match(*model, m, some_tokens(9, s.vocab, 32));
 }
 
 TEST(Gpt2Model, LastLogitsOnlyAndOneThread) {

@@ -32,22 +32,13 @@ Loaded load(const TinyLlama& m, WeightFormat format = WeightFormat::f32,
   return Loaded(m, format, order, threads);
 }
 
+using test::kF32Tol;
 using test::row_error;
 using test::some_tokens;
 
-// f32 activations over a handful of layers: a few hundred ulps of the logit scale.
-constexpr double kF32Tol = 2e-5;
-
 void expect_all_logits_match(LlamaModel& model, const TinyLlama& ref_model, const std::vector<std::int32_t>& tokens,
                              double tol) {
-  const auto want = test::ref_forward(ref_model, tokens);
-  KvCache cache = model.make_cache();
-  const auto logits = model.forward(tokens, cache, /*all_logits=*/true);
-  const std::size_t vocab = static_cast<std::size_t>(ref_model.spec.vocab);
-  ASSERT_EQ(logits.size(), tokens.size() * vocab);
-  for (std::size_t t = 0; t < tokens.size(); ++t)
-    EXPECT_LT(row_error(logits.subspan(t * vocab, vocab), want[t]), tol) << "position " << t;
-  EXPECT_EQ(cache.length(), static_cast<std::int64_t>(tokens.size()));
+  test::expect_all_logits_match(model, tokens, test::ref_forward(ref_model, tokens), tol);
 }
 
 TEST(LlamaModel, LogitsMatchFp64ReferenceGqa) {
