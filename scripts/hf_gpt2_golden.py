@@ -171,7 +171,7 @@ def main():
         "logits_file": "logits.f32: float32 [logits_rows, vocab_size], float64 model, every position of "
         "prompt_ids + greedy_float64[:-1]",
     }
-    with open(os.path.join(args.out_dir, "golden.json"), "w") as f:
+    with open(os.path.join(args.out_dir, "golden.json"), "w", encoding="utf-8") as f:
         json.dump(golden, f, indent=1, ensure_ascii=False)
 
     size = os.path.getsize(os.path.join(args.out_dir, "model.safetensors"))
