@@ -1,6 +1,6 @@
-// Softmax over rows. Rows of whole 16-byte packs that fit on chip (row_cache.cuh: ~200 KB a block,
-// up to 8 blocks of a cluster on sm_90) are copied once into shared memory, reduced, and written
-// from there: one read and one write. Other rows (longer, unaligned, or past one block on a
+// Softmax over rows. Rows of whole 16-byte packs that fit on chip (row_cache.cuh: up to ~220 KB a
+// block, 16 blocks of a cluster on H100/H200) are copied once into shared memory, reduced, and
+// written from there: one read and one write. Other rows (longer, unaligned, or past one block on a
 // pre-sm_90 device) use the streaming kernels: one block per row, any length, reading the row
 // twice (statistics pass, then the output pass).
 #include "cuda/common/convert.cuh"
