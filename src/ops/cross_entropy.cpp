@@ -1,6 +1,5 @@
 // Cross-entropy dispatcher: validates arguments, then runs the CPU or CUDA implementation.
 // Targets are checked on the host for CPU tensors; CUDA kernels check them on the device.
-#include <algorithm>
 #include <vector>
 
 #include "cpu/cross_entropy.h"
@@ -9,7 +8,6 @@
 
 #if IGNIS_WITH_CUDA
 #include "cuda/ops/cross_entropy.h"
-#include "cuda/ops/embedding.h"  // the device index flag's clear and read
 #endif
 
 namespace ignis {
@@ -39,13 +37,6 @@ void check_args(const Tensor& logits, const Tensor& targets, const Tensor& loss,
   check_output(loss, {1}, DType::f32, device, where, "loss");
   if (dlogits.defined()) check_output(dlogits, logits.shape(), logits.dtype(), device, where, "dlogits");
   if (row_loss.defined()) check_output(row_loss, {n}, DType::f32, device, where, "row_loss");
-}
-
-void check_flag(const Tensor& flag, Device device, const char* where) {
-  check_shape(flag, {3}, where, "flag");
-  check_dtype(flag, DType::i64, where, "flag");
-  check_device(flag, device, where, "flag");
-  check_contiguous(flag, where, "flag");
 }
 
 // The host implementation; `targets` holds only pad_id or in-range values.
@@ -88,7 +79,7 @@ void cross_entropy_deferred(const Tensor& logits, const Tensor& targets, std::in
                             const Tensor& dlogits, const Tensor& flag, const Tensor& row_loss, Stream stream) {
   constexpr const char* where = "cross_entropy_deferred";
   check_args(logits, targets, loss, dlogits, row_loss, where);
-  check_flag(flag, logits.device(), where);
+  ops::check_index_flag(flag, logits.device(), where);
   if (logits.device().is_cpu()) {
     // The host path has no reason to defer, but keeps the device path's contract: a bad target's
     // row counts as pad and the first one is recorded.
@@ -115,29 +106,13 @@ void cross_entropy_deferred(const Tensor& logits, const Tensor& targets, std::in
 }
 
 void cross_entropy_clear_flag(const Tensor& flag, Stream stream) {
-  check_flag(flag, flag.device(), "cross_entropy_clear_flag");
-  if (flag.device().is_cpu()) {
-    flag.data_as<std::int64_t>()[0] = -1;
-    return;
-  }
-#if IGNIS_WITH_CUDA
-  cuda::clear_index_flag(flag, stream);
-#endif
-  (void)stream;
+  ops::check_index_flag(flag, flag.device(), "cross_entropy_clear_flag");
+  ops::clear_index_flag(flag, stream);
 }
 
 void cross_entropy_check_flag(const Tensor& flag, Stream stream) {
-  check_flag(flag, flag.device(), "cross_entropy_check_flag");
-  std::int64_t record[3] = {-1, 0, 0};
-  if (flag.device().is_cpu()) {
-    std::copy(flag.data_as<const std::int64_t>(), flag.data_as<const std::int64_t>() + 3, record);
-  } else {
-#if IGNIS_WITH_CUDA
-    cuda::read_index_flag(flag, record, stream);
-#endif
-  }
-  (void)stream;
-  if (record[0] >= 0) ops::fail_bad_index("cross_entropy", "targets", record[0], record[1], record[2]);
+  ops::check_index_flag(flag, flag.device(), "cross_entropy_check_flag");
+  ops::throw_if_flagged(flag, "cross_entropy", "targets", stream);
 }
 
 }  // namespace ignis
