@@ -15,7 +15,6 @@
 // of src/ops/sampling_rule.h, so the masks and ids equal the CPU path's exactly. A row whose list
 // would overflow its workspace is finished by one block with the one-block routines.
 #include <algorithm>
-#include <array>
 
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
@@ -502,15 +501,6 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(const T* logits, int* id
   if (threadIdx.x == 0) ids[sl.row] = lo + i;
 }
 
-const std::uint64_t* exp2_table() {
-  static const auto table = [] {
-    std::array<std::uint64_t, rule::kExpTableSize> t{};
-    for (int j = 0; j < rule::kExpTableSize; ++j) t[j] = rule::exp2_table_entry(j);
-    return t;
-  }();
-  return table.data();
-}
-
 // Blocks per row: about four blocks per SM over all rows, at least kMinSlice tokens a block.
 Job make_job(Mode mode, long long rows, long long vocab) {
   Job job{};
@@ -525,7 +515,7 @@ Job make_job(Mode mode, long long rows, long long vocab) {
   job.list_cap = static_cast<int>(std::min(vocab, cap));
   job.scale = rule::kLog2e;
   job.bits = rule::weight_bits(vocab);
-  std::copy_n(exp2_table(), rule::kExpTableSize, job.table);
+  std::copy_n(rule::exp2_table(), rule::kExpTableSize, job.table);
   return job;
 }
 
