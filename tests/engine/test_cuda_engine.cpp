@@ -76,7 +76,9 @@ void expect_cuda_matches_cpu(const TinyLlama& m, WeightFormat format, double tol
     EXPECT_LT(relative_error(got_step, want_step), tol) << "decode at length " << cpu_cache.length();
   }
   EXPECT_EQ(gpu_cache.length(), cpu_cache.length());
-  if (graphs) EXPECT_GT(gpu->cuda_graph_replays(), 0) << "decode steps never replayed a captured graph";
+  if (graphs) {
+    EXPECT_GT(gpu->cuda_graph_replays(), 0) << "decode steps never replayed a captured graph";
+  }
 }
 
 TEST(CudaEngine, TinyF32MatchesTheCpuEngine) {
