@@ -51,6 +51,26 @@ def test_cross_entropy_numpy_all_pad_and_custom_pad(rng):
     assert_close(dlogits, ref_grad, "f32", scale=np.max(np.abs(ref_grad)))
 
 
+def test_cross_entropy_numpy_deferred_flag(rng):
+    logits = normal(rng, (4, 6), np.float32)
+    flag = np.zeros(3, np.int64)
+    ignis.cross_entropy_clear_flag(flag)
+    good = np.array([0, PAD, 5, 3], np.int64)
+    loss, dlogits = ignis.cross_entropy(logits, good, PAD, flag=flag)
+    want_loss, want_grad = ignis.cross_entropy(logits, good, PAD)
+    assert loss == want_loss and np.array_equal(dlogits, want_grad)
+    ignis.cross_entropy_check_flag(flag)  # nothing recorded
+    loss, dlogits = ignis.cross_entropy(logits, np.array([0, PAD, 6, 3], np.int32), PAD, flag=flag)
+    want_loss, want_grad = ignis.cross_entropy(logits, np.array([0, PAD, PAD, 3], np.int32), PAD)
+    assert loss == want_loss and np.array_equal(dlogits, want_grad)  # the bad row counts as pad
+    with raises("cross_entropy: targets[2]: expected an index in [0, 6), got 6"):
+        ignis.cross_entropy_check_flag(flag)
+    ignis.cross_entropy_clear_flag(flag)
+    ignis.cross_entropy_check_flag(flag)
+    with raises("cross_entropy_deferred: flag.dtype: expected i64, got i32"):
+        ignis.cross_entropy(logits, good, PAD, flag=np.zeros(3, np.int32))
+
+
 L = np.zeros((3, 5), np.float32)
 
 BAD_CALLS = {
@@ -103,3 +123,25 @@ def test_cross_entropy_cuda_int32_targets_and_bad_target(cuda, rng):
     assert abs(loss.item() - want.item()) <= 1e-5 * abs(want.item()) + 1e-6
     with raises("cross_entropy: targets[1]: expected an index in [0, 100), got 100"):
         ignis.cross_entropy(logits, torch.tensor([1, 100, 2, 3, 4], device="cuda"), PAD)
+
+
+@pytest.mark.parametrize("shape", [(64, 1023), (256, 32000), (16, 50257), (64, 128256)])
+@pytest.mark.parametrize("dtype", CUDA_DTYPES)
+def test_cross_entropy_cuda_deferred_flag(cuda, rng, dtype, shape):
+    torch = cuda
+    logits = cuda_normal(torch, rng, shape, dtype, scale=3.0)
+    targets = torch.from_numpy(targets_with_pads(rng, shape[0], shape[1], PAD, np.int64)).cuda()
+    flag = torch.empty(3, dtype=torch.int64, device="cuda")
+    ignis.cross_entropy_clear_flag(flag)
+    loss, dlogits = ignis.cross_entropy(logits, targets, PAD, flag=flag)
+    want_loss, want_grad = ignis.cross_entropy(logits, targets, PAD)
+    assert torch.equal(loss, want_loss) and torch.equal(dlogits, want_grad)
+    ignis.cross_entropy_check_flag(flag)  # nothing recorded
+    bad = targets.clone()
+    bad[0] = shape[1]
+    loss, dlogits = ignis.cross_entropy(logits, bad, PAD, flag=flag)
+    bad[0] = PAD
+    want_loss, want_grad = ignis.cross_entropy(logits, bad, PAD)
+    assert torch.equal(loss, want_loss) and torch.equal(dlogits, want_grad)
+    with raises(f"cross_entropy: targets[0]: expected an index in [0, {shape[1]}), got {shape[1]}"):
+        ignis.cross_entropy_check_flag(flag)

@@ -46,13 +46,6 @@ void check_args(const Tensor& table, const Tensor& ids, const Tensor& rows, cons
   check_rows(rows, table, ids, where, rows_name);
 }
 
-void check_flag(const Tensor& flag, Device device, const char* where) {
-  check_shape(flag, {3}, where, "flag");
-  check_dtype(flag, DType::i64, where, "flag");
-  check_device(flag, device, where, "flag");
-  check_contiguous(flag, where, "flag");
-}
-
 void gather_cpu(const Tensor& table, const Tensor& ids, const Tensor& out) {
   if (ids.dtype() == DType::i32)
     cpu::embedding_forward_f32(table.data_as<const float>(), ids.data_as<const std::int32_t>(), out.data_as<float>(),
@@ -88,7 +81,7 @@ void embedding_forward_deferred(const Tensor& table, const Tensor& ids, const Te
                                 Stream stream) {
   constexpr const char* where = "embedding_forward_deferred";
   check_args(table, ids, out, where, "table", "out");
-  check_flag(flag, table.device(), where);
+  ops::check_index_flag(flag, table.device(), where);
   if (table.device().is_cpu()) {
     // The host path has no reason to defer, but keeps the device path's contract: a bad id gives
     // a zero row and the first one is recorded.
@@ -117,29 +110,13 @@ void embedding_forward_deferred(const Tensor& table, const Tensor& ids, const Te
 }
 
 void embedding_clear_flag(const Tensor& flag, Stream stream) {
-  check_flag(flag, flag.device(), "embedding_clear_flag");
-  if (flag.device().is_cpu()) {
-    flag.data_as<std::int64_t>()[0] = -1;
-    return;
-  }
-#if IGNIS_WITH_CUDA
-  cuda::clear_index_flag(flag, stream);
-#endif
-  (void)stream;
+  ops::check_index_flag(flag, flag.device(), "embedding_clear_flag");
+  ops::clear_index_flag(flag, stream);
 }
 
 void embedding_check_flag(const Tensor& flag, Stream stream) {
-  check_flag(flag, flag.device(), "embedding_check_flag");
-  std::int64_t record[3] = {-1, 0, 0};
-  if (flag.device().is_cpu()) {
-    std::copy(flag.data_as<const std::int64_t>(), flag.data_as<const std::int64_t>() + 3, record);
-  } else {
-#if IGNIS_WITH_CUDA
-    cuda::read_index_flag(flag, record, stream);
-#endif
-  }
-  (void)stream;
-  if (record[0] >= 0) ops::fail_bad_index("embedding_forward", "ids", record[0], record[1], record[2]);
+  ops::check_index_flag(flag, flag.device(), "embedding_check_flag");
+  ops::throw_if_flagged(flag, "embedding_forward", "ids", stream);
 }
 
 void embedding_backward(const Tensor& dout, const Tensor& ids, const Tensor& dtable, Stream stream) {

@@ -1,5 +1,11 @@
 #include "ops/index_check.h"
 
+#include <algorithm>
+
+#if IGNIS_WITH_CUDA
+#include "cuda/ops/embedding.h"  // the device flag's clear and read
+#endif
+
 namespace ignis::ops {
 
 void check_index_tensor(const Tensor& indices, const char* where, const char* name) {
@@ -28,6 +34,37 @@ void check_indices(const Tensor& indices, std::int64_t bound, std::optional<std:
     if (skip && v == *skip) continue;
     if (v < 0 || v >= bound) fail_bad_index(where, name, i, v, bound);
   }
+}
+
+void check_index_flag(const Tensor& flag, Device device, const char* where) {
+  check_shape(flag, {3}, where, "flag");
+  check_dtype(flag, DType::i64, where, "flag");
+  check_device(flag, device, where, "flag");
+  check_contiguous(flag, where, "flag");
+}
+
+void clear_index_flag(const Tensor& flag, Stream stream) {
+  if (flag.device().is_cpu()) {
+    flag.data_as<std::int64_t>()[0] = -1;
+    return;
+  }
+#if IGNIS_WITH_CUDA
+  cuda::clear_index_flag(flag, stream);
+#endif
+  (void)stream;
+}
+
+void throw_if_flagged(const Tensor& flag, const char* where, const char* name, Stream stream) {
+  std::int64_t record[3] = {-1, 0, 0};
+  if (flag.device().is_cpu()) {
+    std::copy(flag.data_as<const std::int64_t>(), flag.data_as<const std::int64_t>() + 3, record);
+  } else {
+#if IGNIS_WITH_CUDA
+    cuda::read_index_flag(flag, record, stream);
+#endif
+  }
+  (void)stream;
+  if (record[0] >= 0) fail_bad_index(where, name, record[0], record[1], record[2]);
 }
 
 }  // namespace ignis::ops

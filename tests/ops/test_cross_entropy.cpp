@@ -202,6 +202,80 @@ TEST_P(CrossEntropyOp, OutOfRangeTargetsThrow) {
   EXPECT_NEAR(test::read_tensor(loss)[0], std::log(6.0), 1e-6);
 }
 
+Tensor cleared_flag(Device device) { return test::make_tensor(std::vector<double>{-1, 0, 0}, {3}, DType::i64, device); }
+
+// The non-syncing entry point gives the same bits as the syncing one: one block (1023, 4096),
+// clusters (32000, 50257 with head and tail scalars, 128256), pad rows, optional outputs.
+TEST_P(CrossEntropyOp, DeferredMatchesSyncing) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, cross_entropy_supported(impl.device, impl.dtype));
+  std::uint64_t salt = 600;
+  for (std::int64_t vocab : {1023, 4096, 32000, 50257, 128256})
+    for (bool with_grad : {true, false}) {
+      const Case c{.n = 5, .vocab = vocab, .scale = 2.0, .pad_every = 3};
+      SCOPED_TRACE(testing::Message() << impl << " " << c << " grad " << with_grad);
+      auto rng = test::case_rng(++salt);
+      const auto logits = test::quantize(test::random_normal(rng, c.n * c.vocab, c.scale), impl.dtype);
+      Tensor tl = test::make_tensor(logits, {c.n, c.vocab}, impl.dtype, impl.device);
+      Tensor targets = targets_tensor(make_targets(rng, c), DType::i64, impl.device);
+      Tensor out[2][3];  // {syncing, deferred} x {loss, dlogits, row_loss}
+      for (auto& o : out) {
+        o[0] = test::make_poisoned({1}, DType::f32, impl.device);
+        o[1] = with_grad ? test::make_poisoned({c.n, c.vocab}, impl.dtype, impl.device) : Tensor();
+        o[2] = test::make_poisoned({c.n}, DType::f32, impl.device);
+      }
+      Tensor flag = cleared_flag(impl.device);
+      cross_entropy(tl, targets, c.pad_id, out[0][0], out[0][1], out[0][2]);
+      cross_entropy_deferred(tl, targets, c.pad_id, out[1][0], out[1][1], flag, out[1][2]);
+      EXPECT_NO_THROW(cross_entropy_check_flag(flag));
+      for (int k = 0; k < 3; ++k)
+        if (out[0][k].defined()) EXPECT_EQ(test::read_tensor(out[1][k]), test::read_tensor(out[0][k])) << k;
+    }
+}
+
+// A bad target's row counts as pad, the call does not throw, and the flag keeps the first record
+// until it is cleared.
+TEST_P(CrossEntropyOp, DeferredRecordsBadTargets) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, cross_entropy_supported(impl.device, impl.dtype));
+  auto rng = test::case_rng(700);
+  const auto logits = test::quantize(test::random_normal(rng, 4 * 6, 1.0), impl.dtype);
+  Tensor tl = test::make_tensor(logits, {4, 6}, impl.dtype, impl.device);
+  Tensor flag = cleared_flag(impl.device);
+  for (DType dtype : {DType::i32, DType::i64}) {
+    SCOPED_TRACE(testing::Message() << impl << " targets " << dtype);
+    cross_entropy_clear_flag(flag);
+    Tensor loss = test::make_poisoned({1}, DType::f32, impl.device);
+    Tensor dl = test::make_poisoned({4, 6}, impl.dtype, impl.device);
+    cross_entropy_deferred(tl, targets_tensor({0, -1, 9, 3}, dtype, impl.device), -1, loss, dl, flag);
+    EXPECT_EQ(test::read_tensor(flag), (std::vector<double>{2, 9, 6}));
+    const std::vector<std::int64_t> as_pad = {0, -1, -1, 3};
+    const auto ref = ref::cross_entropy(logits, as_pad, 6, -1);
+    EXPECT_TRUE(test::close_to_reference(test::read_tensor(loss), {ref.loss}, DType::f32, {}, kLossRtol));
+    EXPECT_TRUE(test::close_to_reference(test::read_tensor(dl), ref.dlogits, impl.dtype,
+                                         test::quantize(ref.dlogits, impl.dtype)));
+    // A later good call leaves the record; a later bad one does not replace it.
+    cross_entropy_deferred(tl, targets_tensor({0, 1, 2, 3}, dtype, impl.device), -1, loss, dl, flag);
+    cross_entropy_deferred(tl, targets_tensor({-5, 1, 2, 3}, dtype, impl.device), -1, loss, dl, flag);
+    try {
+      cross_entropy_check_flag(flag);
+      ADD_FAILURE() << "the bad target was not reported";
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(), "cross_entropy: targets[2]: expected an index in [0, 6), got 9");
+    }
+  }
+  cross_entropy_clear_flag(flag);
+  EXPECT_NO_THROW(cross_entropy_check_flag(flag));
+  Tensor loss = test::make_poisoned({1}, DType::f32, impl.device);
+  EXPECT_THROW(cross_entropy_deferred(tl, targets_tensor({0, 1, 2, 3}, DType::i64, impl.device), -1, loss, Tensor(),
+                                      test::make_poisoned({2}, DType::i64, impl.device)),
+               Error);
+  EXPECT_THROW(cross_entropy_deferred(tl, targets_tensor({0, 1, 2, 3}, DType::i64, impl.device), -1, loss, Tensor(),
+                                      test::make_poisoned({3}, DType::i32, impl.device)),
+               Error);
+  EXPECT_THROW(cross_entropy_check_flag(test::make_poisoned({3}, DType::f32, impl.device)), Error);
+}
+
 TEST_P(CrossEntropyOp, RejectsBadArguments) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, cross_entropy_supported(impl.device, impl.dtype));

@@ -20,4 +20,17 @@ bool cross_entropy_supported(Device device, DType dtype);
 void cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t pad_id, const Tensor& loss,
                    const Tensor& dlogits, const Tensor& row_loss = {}, Stream stream = {});
 
+// The same without the synchronization, for a training step that must not wait on the GPU (as
+// torch's): a target other than pad_id outside [0, vocab) makes its row count as pad (loss and
+// gradient 0, left out of the mean) and is recorded in `flag` (the first one recorded wins), to be
+// read later by cross_entropy_check_flag. With valid targets the results equal cross_entropy's.
+// flag: [3] i64 on the logits' device, {position, target, vocab}, position -1 meaning none;
+// cross_entropy_clear_flag sets it, and it may collect any number of calls before a check.
+void cross_entropy_deferred(const Tensor& logits, const Tensor& targets, std::int64_t pad_id, const Tensor& loss,
+                            const Tensor& dlogits, const Tensor& flag, const Tensor& row_loss = {},
+                            Stream stream = {});
+void cross_entropy_clear_flag(const Tensor& flag, Stream stream = {});
+// Waits for `stream`, then throws the error cross_entropy would have thrown if a bad target was recorded.
+void cross_entropy_check_flag(const Tensor& flag, Stream stream = {});
+
 }  // namespace ignis

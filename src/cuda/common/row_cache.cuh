@@ -1,9 +1,14 @@
 #pragma once
-// Rows held on chip: a row-wise kernel keeps its row in registers between computing the row's
-// statistics and writing its output, so DRAM sees each element read once. A row too long for one
-// block is split over the blocks of a thread-block cluster (sm_90), which combine their partial
-// statistics through distributed shared memory.
+// Rows held on chip: a row-wise kernel copies its row into shared memory with asynchronous 16-byte
+// copies (cp.async, sm_80), computes the row's statistics from there and writes its output from
+// there, so DRAM sees each element read once. Shared memory rather than registers: the copies in
+// flight hold no registers, so an SM keeps up to ~200 KB of loads in flight whatever the dtype (a
+// register cache held half as many bf16 bytes as f32 bytes, and bf16 stalled at ~50% of copy
+// bandwidth). A row too long for one block is split over the blocks of a thread-block cluster
+// (sm_90), which combine their partial statistics through distributed shared memory.
 #include <cuda_runtime.h>
+
+#include <algorithm>
 
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
@@ -15,54 +20,60 @@
 
 namespace ignis::cuda {
 
-constexpr int kRowThreads = 1024;  // the kernels' __launch_bounds__: at most 64 registers a thread
-constexpr int kMaxCluster = 8;     // the largest cluster every sm_90 part can schedule
+constexpr int kRowThreads = 512;             // the most threads a row block has
+constexpr int kPortableCluster = 8;          // the largest cluster every sm_90 part can schedule
+constexpr int kMaxCluster = 16;              // H100/H200 also take 16 (a non-portable size)
+constexpr long long kSliceBytes = 64 * 1024;  // a block's preferred share of a row: 3 blocks an SM
+constexpr long long kPacksPerThread = 8;     // the packs a thread handles before the block grows
+constexpr float kLog2e = 1.4426950408889634f;
 
-// One row spread over `cluster` blocks of `threads` threads, each thread holding `packs_per_thread`
-// packs; block r of the cluster holds packs [r * slice, (r + 1) * slice) of the row, where
-// slice = threads * packs_per_thread. cluster == 0 means the row does not fit on chip.
+// One row spread over `cluster` blocks of `threads` threads; block r of the cluster holds packs
+// [r * slice, min((r + 1) * slice, packs)) of each of its inputs' rows, slice = ceil(packs / cluster),
+// in `smem` bytes of dynamic shared memory. cluster == 0 means the row does not fit on chip.
 struct RowPlan {
   int cluster = 0;
-  int packs_per_thread = 0;
   int threads = 0;
+  int smem = 0;
 };
 
-inline bool device_has_clusters() {
-  int device = 0, clusters = 0;
+inline int device_attribute(cudaDeviceAttr attribute) {
+  int device = 0, value = 0;
   IGNIS_CUDA_CHECK(cudaGetDevice(&device));
-  IGNIS_CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
-  return clusters != 0;
+  IGNIS_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+  return value;
 }
 
-// Picks how `rows` rows of `packs` packs are held, with at most max_ppt packs a thread.
-// Blocks of at most 512 threads are preferred (even at the price of a cluster), so two or more
-// blocks share an SM and one block's reduction barrier is covered by the other's memory traffic.
-// Packs a thread: max_ppt keeps the most loads in flight; rows too short for two warps at that
-// depth use 1 (max_ppt 2 or 4) or 4 (max_ppt 8), then 1.
-inline RowPlan plan_rows(long long rows, long long packs, int max_ppt, bool clusters) {
-  const int max_cluster = clusters ? kMaxCluster : 1;
-  const int mid_ppt = max_ppt > 4 ? 4 : 1;
-  for (int cap : {512, kRowThreads}) {
-    for (int c = 1; c <= max_cluster; c *= 2) {
-      const long long per_block = (packs + c - 1) / c;
-      if (per_block > static_cast<long long>(cap) * max_ppt) continue;
-      if (rows * c > 0x7fffffffLL) return {};
-      const int ppt = per_block >= 64LL * max_ppt ? max_ppt : per_block >= 32LL * mid_ppt ? mid_ppt : 1;
-      const long long threads = ((per_block + ppt - 1) / ppt + 31) / 32 * 32;
-      return {c, ppt, threads > 32 ? static_cast<int>(threads) : 32};
-    }
+// Picks how `rows` rows of `packs` 16-byte packs (of each of `tensors` inputs) are held: the
+// smallest cluster whose slices fit kSliceBytes, or failing that the largest cluster if its slices
+// fit the device's shared memory. Threads: one per kPacksPerThread packs, between 32 and 512.
+inline RowPlan plan_rows(long long rows, long long packs, int tensors) {
+  const int max_cluster = device_attribute(cudaDevAttrClusterLaunch) != 0 ? kMaxCluster : 1;
+  const long long room = device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin) - 1024;  // static smem
+  const long long pack_bytes = 16LL * tensors;
+  for (int c = 1; c <= max_cluster; c *= 2) {
+    const long long slice = (packs + c - 1) / c;
+    const long long bytes = slice * pack_bytes;
+    if (bytes > kSliceBytes && c < max_cluster) continue;
+    if (bytes > room || rows * c > 0x7fffffffLL) return {};
+    const long long threads = ((slice + kPacksPerThread - 1) / kPacksPerThread + 31) / 32 * 32;
+    return {c, static_cast<int>(std::clamp<long long>(threads, 32, kRowThreads)), static_cast<int>(bytes)};
   }
   return {};
 }
 
 // Launches `kernel` with one cluster of plan.cluster blocks per row (pass plan.cluster to the
-// kernel too). Returns false, launching nothing, when a cluster cannot run: the kernel was JIT-built
-// from the compute_80 PTX (no cluster code in it) or the device cannot co-schedule the cluster.
+// kernel too) and plan.smem bytes of dynamic shared memory. Returns false, launching nothing, when
+// a cluster cannot run: the kernel was JIT-built from the compute_80 PTX (no cluster code in it)
+// or the device cannot co-schedule the cluster.
 template <class... Params, class... Args>
 bool launch_rows(void (*kernel)(Params...), const RowPlan& plan, long long rows, Stream stream, Args... args) {
+  IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
+  IGNIS_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(rows * plan.cluster));
   config.blockDim = dim3(static_cast<unsigned>(plan.threads));
+  config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem);
   config.stream = to_cuda(stream);
   cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeClusterDimension;
@@ -75,6 +86,11 @@ bool launch_rows(void (*kernel)(Params...), const RowPlan& plan, long long rows,
     cudaFuncAttributes built{};
     IGNIS_CUDA_CHECK(cudaFuncGetAttributes(&built, kernel));
     if (built.ptxVersion < 90) return false;
+    if (plan.cluster > kPortableCluster &&
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
     if (cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...) != cudaSuccess) {
       (void)cudaGetLastError();  // a refused launch configuration is not sticky: clear it
       return false;
@@ -85,41 +101,86 @@ bool launch_rows(void (*kernel)(Params...), const RowPlan& plan, long long rows,
   return true;
 }
 
-// The index in the row of a thread's k-th held pack.
-__device__ __forceinline__ long long held_index(long long first, int k) {
-  return first + threadIdx.x + static_cast<long long>(k) * blockDim.x;
+// This block's part of its row: packs [first, end) of row `row`.
+struct RowSlice {
+  long long row;
+  long long first;
+  long long end;
+};
+
+__device__ __forceinline__ RowSlice row_slice(long long packs, int cluster) {
+  const long long slice = (packs + cluster - 1) / cluster;
+  const long long first = static_cast<long long>(blockIdx.x % cluster) * slice;
+  return {blockIdx.x / cluster, first, min(packs, first + slice)};
 }
 
-// How many of the packs [first, packs) of a row this thread holds, at most P, taken at stride
-// blockDim.x from first + threadIdx.x.
-template <int P>
-__device__ __forceinline__ int held_count(long long first, long long packs) {
-  const long long mine = packs - first - threadIdx.x;
-  const long long reach = mine <= 0 ? 0 : (mine + blockDim.x - 1) / blockDim.x;
-  return reach < P ? static_cast<int>(reach) : P;
+// The block's dynamic shared memory, `which`-th of the slices of `s`'s length laid end to end.
+template <class P>
+__device__ __forceinline__ P* slice_cache(const RowSlice& s, int which) {
+  extern __shared__ __align__(16) unsigned char row_smem[];
+  return reinterpret_cast<P*>(row_smem) + which * (s.end - s.first);
 }
 
-// Loads this thread's packs (see held_count) and returns their count. The slots past the row are
-// filled with `fill`, so the arithmetic over them needs no bounds checks.
-template <class T, int V, int P>
-__device__ __forceinline__ int load_held(const Pack<T, V>* in, long long first, long long packs,
-                                         Pack<T, V> (&held)[P], float fill) {
-  const int count = held_count<P>(first, packs);
-#pragma unroll
-  for (int k = 0; k < P; ++k) {
-    if (k < count) {
-      held[k] = in[held_index(first, k)];
-    } else {
-#pragma unroll
-      for (int i = 0; i < V; ++i) held[k].v[i] = from_float<T>(fill);
-    }
+// Starts copying packs [s.first, s.end) of `row` into `cache`. Thread t copies the packs
+// t, t + blockDim.x, ..., the same ones it later reads, so no barrier is needed after wait_copies.
+template <class P>
+__device__ __forceinline__ void copy_slice(const P* row, const RowSlice& s, P* cache) {
+  static_assert(sizeof(P) == 16, "cp.async.cg copies 16 bytes");
+  for (long long k = threadIdx.x; k < s.end - s.first; k += blockDim.x) {
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(cache + k));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(row + s.first + k) : "memory");
   }
-  return count;
 }
 
-// Combines each block's (block-reduced) value over the blocks of its cluster, in rank order, so
-// every block gets the same bits. `slot` is one T of shared memory. Only launched with
-// cluster > 1 on sm_90, where the whole cluster calls this.
+// Waits for this thread's copies.
+__device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// Stores V floats as one 16-byte pack (through a Pack pointer: through a T pointer the compiler
+// split the bf16 store into 2-byte stores).
+template <class T, int V>
+__device__ __forceinline__ void store_pack(Pack<T, V>* dst, const float (&v)[V]) {
+  Pack<T, V> pack;
+#pragma unroll
+  for (int i = 0; i < V; ++i) pack.v[i] = from_float<T>(v[i]);
+  *dst = pack;
+}
+
+// 2^x in one MUFU instruction (relative error ~2^-22); 2^-inf = 0.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// exp(x - max): the difference first, so elements near the max keep full precision.
+__device__ __forceinline__ float exp_minus(float x, float max) { return fast_exp2((x - max) * kLog2e); }
+
+struct FastMergeSoftmax {
+  __device__ __forceinline__ SoftmaxState operator()(SoftmaxState a, SoftmaxState b) const {
+    const float m = fmaxf(a.max, b.max);
+    if (m == -INFINITY) return {m, 0.0f};  // both empty; avoids -inf - -inf = NaN
+    return {m, a.sum * exp_minus(a.max, m) + b.sum * exp_minus(b.max, m)};
+  }
+};
+
+__device__ __forceinline__ float shuffle_xor(float v, int offset) { return __shfl_xor_sync(kFullMask, v, offset); }
+__device__ __forceinline__ SoftmaxState shuffle_xor(SoftmaxState v, int offset) {
+  return {shuffle_xor(v.max, offset), shuffle_xor(v.sum, offset)};
+}
+__device__ __forceinline__ float shuffle_lane0(float v) { return __shfl_sync(kFullMask, v, 0); }
+__device__ __forceinline__ SoftmaxState shuffle_lane0(SoftmaxState v) { return {shuffle_lane0(v.max), shuffle_lane0(v.sum)}; }
+
+// Lane 0's reduction of the warp, in every lane (lanes' butterfly orders may differ in the last bit).
+template <class T, class Op>
+__device__ __forceinline__ T warp_all_reduce(T v, Op op) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v = op(v, shuffle_xor(v, offset));
+  return shuffle_lane0(v);
+}
+
+// Combines each block's value over the blocks of its cluster, in rank order, so every block gets
+// the same bits. `slot` is one T of shared memory. Only launched with cluster > 1 on sm_90, where
+// the whole cluster calls this.
 template <class T, class Op>
 __device__ T cluster_reduce(T v, Op op, T* slot) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -136,27 +197,42 @@ __device__ T cluster_reduce(T v, Op op, T* slot) {
 #endif
 }
 
-// The whole row's (max, sum of exp(x - max)) in every thread, from each thread's held packs plus
-// one `extra` value (-inf for none). `scratch` is 32 states and `slot` one, in shared memory.
-template <class T, int V, int P>
-__device__ SoftmaxState row_softmax_state(const Pack<T, V> (&held)[P], float extra, int cluster,
+// The reduction of every thread's `v` over the row's block (or cluster), the same bits in every
+// thread. `identity` is op's neutral value; `scratch` is 32 T and `slot` one T in shared memory,
+// each used once per kernel.
+template <class T, class Op>
+__device__ T row_reduce(T v, Op op, T identity, int cluster, T* scratch, T* slot) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = warp_all_reduce(v, op);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = warp_all_reduce(lane < static_cast<int>(blockDim.x / 32) ? scratch[lane] : identity, op);
+  if (cluster > 1) v = cluster_reduce(v, op, slot);
+  return v;
+}
+
+// The whole row's (max, sum of exp(x - max)) in every thread, from this thread's cached packs
+// (see copy_slice) plus one `extra` value (-inf for none).
+template <class T, int V>
+__device__ SoftmaxState row_softmax_state(const Pack<T, V>* cache, const RowSlice& s, float extra, int cluster,
                                           SoftmaxState* scratch, SoftmaxState* slot) {
+  const long long count = s.end - s.first;
   float m = extra;
+  for (long long k = threadIdx.x; k < count; k += blockDim.x) {
+    const Pack<T, V> p = cache[k];
 #pragma unroll
-  for (int k = 0; k < P; ++k)
-#pragma unroll
-    for (int i = 0; i < V; ++i) m = fmaxf(m, to_float(held[k].v[i]));
+    for (int i = 0; i < V; ++i) m = fmaxf(m, to_float(p.v[i]));
+  }
   float sum = 0.0f;
   if (m != -INFINITY) {  // else every value is -inf: the empty state, not exp(-inf - -inf) = NaN
-    sum = expf(extra - m);
+    sum = exp_minus(extra, m);
+    for (long long k = threadIdx.x; k < count; k += blockDim.x) {
+      const Pack<T, V> p = cache[k];
 #pragma unroll
-    for (int k = 0; k < P; ++k)
-#pragma unroll
-      for (int i = 0; i < V; ++i) sum += expf(to_float(held[k].v[i]) - m);
+      for (int i = 0; i < V; ++i) sum += exp_minus(to_float(p.v[i]), m);
+    }
   }
-  SoftmaxState state = block_reduce(SoftmaxState{m, sum}, MergeSoftmax{}, scratch);
-  if (cluster > 1) state = cluster_reduce(state, MergeSoftmax{}, slot);
-  return state;
+  return row_reduce(SoftmaxState{m, sum}, FastMergeSoftmax{}, SoftmaxState{-INFINITY, 0.0f}, cluster, scratch, slot);
 }
 
 }  // namespace ignis::cuda

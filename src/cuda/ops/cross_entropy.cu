@@ -1,9 +1,8 @@
-// Cross-entropy, forward and backward, in three launches on one stream and no host round trip
-// until the final check:
+// Cross-entropy, forward and backward, in three launches on one stream:
 //   1. one block counts the non-pad targets (the gradient's divisor) and records bad targets;
 //   2. the rows: when a row fits on chip (row_cache.cuh: one block, or a cluster of up to 8 on
-//      sm_90), its logits are read once into registers, reduced to the logsumexp, and dlogits is
-//      written from the registers. Otherwise one block per row streams it: an online logsumexp
+//      sm_90), its logits are copied once into shared memory, reduced to the logsumexp, and
+//      dlogits is written from there. Otherwise one block per row streams it: an online logsumexp
 //      pass, then a second pass writing dlogits (the logits are read twice);
 //   3. one block sums the row losses in fp64 in a fixed order and writes the mean: deterministic.
 // Rows that are not 16-byte aligned (odd vocab sizes) split into a scalar head up to the first
@@ -97,7 +96,7 @@ __device__ SoftmaxState row_statistics(const T* __restrict__ in, long long cols,
 
 // d loss / d x for one element: (softmax - onehot) / count.
 __device__ __forceinline__ float grad_of(float x, float lse, float inv_count, bool is_target) {
-  return expf(x - lse) * inv_count - (is_target ? inv_count : 0.0f);
+  return exp_minus(x, lse) * inv_count - (is_target ? inv_count : 0.0f);
 }
 
 // logits and dlogits may be one tensor (an in-place gradient): every logit is read before the
@@ -141,64 +140,60 @@ __global__ void cross_entropy_kernel(const T* logits, const Id* __restrict__ tar
   }
 }
 
-// The cached form of cross_entropy_kernel: `cluster` blocks a row, each holding its slice of the
-// row's whole packs in registers; rank 0's first threads also hold the head and tail scalars.
-template <class T, int V, int P, class Id>
+// The cached form of cross_entropy_kernel: `cluster` blocks a row, each caching its slice of the
+// row's whole packs in shared memory; rank 0's first threads also hold the head and tail scalars.
+template <class T, int V, class Id>
 __global__ void __launch_bounds__(kRowThreads)
     cross_entropy_cached_kernel(const T* logits, const Id* __restrict__ targets, long long vocab, long long pad,
                                 const int* __restrict__ count, T* dlogits, float* __restrict__ row_loss,
                                 int cluster) {
+  using P = Pack<T, V>;
   __shared__ SoftmaxState scratch[32];
   __shared__ SoftmaxState slot;
   const long long row = blockIdx.x / cluster;
   const bool lead = blockIdx.x % cluster == 0;
-  const long long first = static_cast<long long>(blockIdx.x % cluster) * blockDim.x * P;
   const T* in = logits + row * vocab;
   T* grad = dlogits ? dlogits + row * vocab : nullptr;
   const long long target = static_cast<long long>(targets[row]);
   const RowSplit split = split_row<T, V>(in, vocab);
-  const long long packs = (split.body_end - split.head) / V;
+  const RowSlice s = row_slice((split.body_end - split.head) / V, cluster);
   const long long scalars = split.head + vocab - split.body_end;  // < 2V <= 32 threads
   const long long scalar = !lead || threadIdx.x >= scalars ? -1
                            : threadIdx.x < split.head     ? threadIdx.x
                                                           : split.body_end + threadIdx.x - split.head;
-  auto* grad_body = grad ? reinterpret_cast<Pack<T, V>*>(grad + split.head) : nullptr;
+  P* grad_body = grad ? reinterpret_cast<P*>(grad + split.head) : nullptr;
 
   // Pad rows (and bad targets, already recorded by count_targets_kernel) take no part. The
   // condition is the same for the whole cluster, so no block waits at a cluster barrier alone.
   if (target == pad || target < 0 || target >= vocab) {
     if (lead && threadIdx.x == 0) row_loss[row] = 0.0f;
     if (!grad) return;
-    const int held = held_count<P>(first, packs);
     const float zeros[V] = {};
-#pragma unroll
-    for (int k = 0; k < P; ++k)
-      if (k < held) store_floats<T, V>(reinterpret_cast<T*>(grad_body + held_index(first, k)), zeros);
+    for (long long k = s.first + threadIdx.x; k < s.end; k += blockDim.x) store_pack(grad_body + k, zeros);
     if (scalar >= 0) grad[scalar] = from_float<T>(0.0f);
     return;
   }
 
-  // Every logit this block needs is read before its first barrier, so an in-place gradient is safe.
-  Pack<T, V> held[P];
-  const int n = load_held<T, V, P>(reinterpret_cast<const Pack<T, V>*>(in + split.head), first, packs, held,
-                                   -INFINITY);
+  // Every logit this thread needs is read before it writes any (each thread writes only the packs
+  // it cached) and the target logit before the block's first barrier: an in-place gradient is safe.
+  P* cache = slice_cache<P>(s, 0);
+  copy_slice(reinterpret_cast<const P*>(in + split.head), s, cache);
   const float extra = scalar >= 0 ? to_float(in[scalar]) : -INFINITY;
   const float target_logit = lead && threadIdx.x == 0 ? to_float(in[target]) : 0.0f;
-  const SoftmaxState state = row_softmax_state<T, V, P>(held, extra, cluster, scratch, &slot);
+  wait_copies();
+  const SoftmaxState state = row_softmax_state<T, V>(cache, s, extra, cluster, scratch, &slot);
   const float lse = state.max + logf(state.sum);
   if (lead && threadIdx.x == 0) row_loss[row] = lse - target_logit;
   if (!grad) return;
 
   const float inv_count = 1.0f / static_cast<float>(*count);  // >= 1: this row counts
+  for (long long k = threadIdx.x; k < s.end - s.first; k += blockDim.x) {
+    const P p = cache[k];
+    const long long c = split.head + (s.first + k) * V;
+    float v[V];
 #pragma unroll
-  for (int k = 0; k < P; ++k) {
-    if (k < n) {
-      const long long c = split.head + held_index(first, k) * V;
-      float v[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) v[i] = grad_of(to_float(held[k].v[i]), lse, inv_count, c + i == target);
-      store_floats<T, V>(reinterpret_cast<T*>(grad_body + held_index(first, k)), v);
-    }
+    for (int i = 0; i < V; ++i) v[i] = grad_of(to_float(p.v[i]), lse, inv_count, c + i == target);
+    store_pack(grad_body + s.first + k, v);
   }
   if (scalar >= 0) grad[scalar] = from_float<T>(grad_of(extra, lse, inv_count, scalar == target));
 }
@@ -220,20 +215,16 @@ int threads_for(long long vocab, int vec) {
   return threads;
 }
 
-// Launches the cached kernel when a row's packs fit on chip (32 elements a thread at most: more
-// and 16-bit packs spill); false leaves the rows to the streaming kernel.
+// Launches the cached kernel when a row's packs fit on chip; false leaves the rows to the
+// streaming kernel.
 template <class T, class Id>
 bool try_cached(const T* in, const Id* t, long long n, long long vocab, long long pad, const int* count, T* grad,
                 float* rows, Stream stream) {
-  constexpr int V = 16 / sizeof(T), kMax = 32 / V;
-  const RowPlan plan = plan_rows(n, vocab / V, kMax, device_has_clusters());
-  const auto go = [&](auto kernel) {
-    return launch_rows(kernel, plan, n, stream, in, t, vocab, pad, count, grad, rows, plan.cluster);
-  };
-  if (plan.packs_per_thread == kMax) return go(cross_entropy_cached_kernel<T, V, kMax, Id>);
-  if (plan.packs_per_thread == 4) return go(cross_entropy_cached_kernel<T, V, 4, Id>);
-  if (plan.packs_per_thread == 1) return go(cross_entropy_cached_kernel<T, V, 1, Id>);
-  return false;
+  constexpr int V = 16 / sizeof(T);
+  // Rows whose head is cut off hold at most vocab / V whole packs: the plan covers them all.
+  const RowPlan plan = plan_rows(n, vocab / V, 1);
+  return plan.cluster > 0 && launch_rows(cross_entropy_cached_kernel<T, V, Id>, plan, n, stream, in, t, vocab, pad,
+                                         count, grad, rows, plan.cluster);
 }
 
 // Step 2: the cached kernel where the rows fit on chip, else the streaming one.
@@ -254,47 +245,54 @@ void launch_rows_of(const T* in, const Id* t, long long n, long long vocab, long
 }
 
 template <class T, class Id>
-bool launch(const Tensor& logits, const Tensor& targets, long long pad, const Tensor& loss, const Tensor& dlogits,
-            const Tensor& row_loss, Stream stream) {
+void launch(const Tensor& logits, const Tensor& targets, long long pad, const Tensor& loss, const Tensor& dlogits,
+            const Tensor& row_loss, long long* flag, Stream stream) {
   const long long n = logits.size(0), vocab = logits.size(1);
-  const std::size_t flag_bytes = align_up(kIndexFlagBytes), count_bytes = align_up(sizeof(int));
-  Scratch scratch(flag_bytes + count_bytes + (row_loss.defined() ? 0 : sizeof(float) * n), stream);
-  auto* flag = scratch.at<long long>(0);
-  int* count = scratch.at<int>(flag_bytes);
-  float* rows = row_loss.defined() ? row_loss.data_as<float>() : scratch.at<float>(flag_bytes + count_bytes);
+  const std::size_t count_bytes = align_up(sizeof(int));
+  Scratch scratch(count_bytes + (row_loss.defined() ? 0 : sizeof(float) * n), stream);
+  int* count = scratch.at<int>(0);
+  float* rows = row_loss.defined() ? row_loss.data_as<float>() : scratch.at<float>(count_bytes);
   const Id* t = targets.data_as<const Id>();
 
-  clear_index_flag(flag, stream);
   count_targets_kernel<Id><<<1, 1024, 0, to_cuda(stream)>>>(t, n, vocab, pad, count, flag);
   IGNIS_CHECK_LAUNCH();
   if (n > 0) launch_rows_of<T, Id>(logits.data_as<const T>(), t, n, vocab, pad, count,
                                    dlogits.defined() ? dlogits.data_as<T>() : nullptr, rows, stream);
   mean_loss_kernel<<<1, 1024, 0, to_cuda(stream)>>>(rows, n, count, loss.data_as<float>());
   IGNIS_CHECK_LAUNCH();
-  long long record[3];
-  read_index_flag(flag, record, stream);
-  return record[0] >= 0;
 }
 
 template <class T>
-bool launch_any_targets(const Tensor& logits, const Tensor& targets, long long pad, const Tensor& loss,
-                        const Tensor& dlogits, const Tensor& row_loss, Stream stream) {
+void launch_any_targets(const Tensor& logits, const Tensor& targets, long long pad, const Tensor& loss,
+                        const Tensor& dlogits, const Tensor& row_loss, long long* flag, Stream stream) {
   if (targets.dtype() == DType::i32)
-    return launch<T, std::int32_t>(logits, targets, pad, loss, dlogits, row_loss, stream);
-  return launch<T, std::int64_t>(logits, targets, pad, loss, dlogits, row_loss, stream);
+    return launch<T, std::int32_t>(logits, targets, pad, loss, dlogits, row_loss, flag, stream);
+  launch<T, std::int64_t>(logits, targets, pad, loss, dlogits, row_loss, flag, stream);
 }
 
 }  // namespace
 
-bool cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t pad_id, const Tensor& loss,
-                   const Tensor& dlogits, const Tensor& row_loss, Stream stream) {
+void cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t pad_id, const Tensor& loss,
+                   const Tensor& dlogits, const Tensor& row_loss, long long* flag, Stream stream) {
   switch (logits.dtype()) {
-    case DType::f32: return launch_any_targets<float>(logits, targets, pad_id, loss, dlogits, row_loss, stream);
-    case DType::f16: return launch_any_targets<__half>(logits, targets, pad_id, loss, dlogits, row_loss, stream);
+    case DType::f32: return launch_any_targets<float>(logits, targets, pad_id, loss, dlogits, row_loss, flag, stream);
+    case DType::f16:
+      return launch_any_targets<__half>(logits, targets, pad_id, loss, dlogits, row_loss, flag, stream);
     case DType::bf16:
-      return launch_any_targets<__nv_bfloat16>(logits, targets, pad_id, loss, dlogits, row_loss, stream);
+      return launch_any_targets<__nv_bfloat16>(logits, targets, pad_id, loss, dlogits, row_loss, flag, stream);
     default: fail_expected("cross_entropy", "logits.dtype", "f32, f16 or bf16", logits.dtype());
   }
+}
+
+bool cross_entropy_checked(const Tensor& logits, const Tensor& targets, std::int64_t pad_id, const Tensor& loss,
+                           const Tensor& dlogits, const Tensor& row_loss, Stream stream) {
+  Scratch scratch(kIndexFlagBytes, stream);
+  auto* flag = scratch.at<long long>(0);
+  clear_index_flag(flag, stream);
+  cross_entropy(logits, targets, pad_id, loss, dlogits, row_loss, flag, stream);
+  long long record[3];
+  read_index_flag(flag, record, stream);
+  return record[0] >= 0;
 }
 
 }  // namespace ignis::cuda

@@ -1,7 +1,8 @@
-// Softmax over rows. Rows that fit on chip (32768 elements a block, up to 8 blocks of a cluster on
-// sm_90) are read once into registers, reduced, and written from there: one read and one write.
-// Longer rows (or pre-sm_90 devices for rows past one block) use the streaming kernels: one
-// block per row, any length, reading the row twice (statistics pass, then the output pass).
+// Softmax over rows. Rows of whole 16-byte packs that fit on chip (row_cache.cuh: up to ~220 KB a
+// block, 16 blocks of a cluster on H100/H200) are copied once into shared memory, reduced, and
+// written from there: one read and one write. Other rows (longer, unaligned, or past one block on a
+// pre-sm_90 device) use the streaming kernels: one block per row, any length, reading the row
+// twice (statistics pass, then the output pass).
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
@@ -11,63 +12,60 @@
 namespace ignis::cuda {
 namespace {
 
-// One row per cluster of `cluster` blocks; each block holds its slice in registers.
-template <class T, int V, int P>
+// One row per cluster of `cluster` blocks; each block caches its slice in shared memory.
+template <class T, int V>
 __global__ void __launch_bounds__(kRowThreads)
     softmax_cached_kernel(const T* __restrict__ x, T* __restrict__ y, long long cols, int cluster) {
+  using P = Pack<T, V>;
   __shared__ SoftmaxState scratch[32];
   __shared__ SoftmaxState slot;
-  const long long row = blockIdx.x / cluster;
-  const long long first = static_cast<long long>(blockIdx.x % cluster) * blockDim.x * P;
-  const auto* in = reinterpret_cast<const Pack<T, V>*>(x + row * cols);
-  auto* out = reinterpret_cast<Pack<T, V>*>(y + row * cols);
-
-  Pack<T, V> held[P];
-  const int count = load_held<T, V, P>(in, first, cols / V, held, -INFINITY);
-  const SoftmaxState state = row_softmax_state<T, V, P>(held, -INFINITY, cluster, scratch, &slot);
+  const RowSlice s = row_slice(cols / V, cluster);
+  P* cache = slice_cache<P>(s, 0);
+  copy_slice(reinterpret_cast<const P*>(x + s.row * cols), s, cache);
+  wait_copies();
+  const SoftmaxState state = row_softmax_state<T, V>(cache, s, -INFINITY, cluster, scratch, &slot);
   // A row of all -inf has no visible element: it outputs zeros rather than 0/0.
   const float inv_sum = state.sum > 0.0f ? 1.0f / state.sum : 0.0f;
   const float row_max = state.max == -INFINITY ? 0.0f : state.max;
+  P* out = reinterpret_cast<P*>(y + s.row * cols);
+  for (long long k = threadIdx.x; k < s.end - s.first; k += blockDim.x) {
+    const P p = cache[k];
+    float v[V];
 #pragma unroll
-  for (int k = 0; k < P; ++k) {
-    if (k < count) {
-      float v[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) v[i] = expf(to_float(held[k].v[i]) - row_max) * inv_sum;
-      store_floats<T, V>(reinterpret_cast<T*>(out + held_index(first, k)), v);
-    }
+    for (int i = 0; i < V; ++i) v[i] = exp_minus(to_float(p.v[i]), row_max) * inv_sum;
+    store_pack(out + s.first + k, v);
   }
 }
 
-template <class T, int V, int P>
+template <class T, int V>
 __global__ void __launch_bounds__(kRowThreads)
     softmax_backward_cached_kernel(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
                                    long long cols, int cluster) {
+  using P = Pack<T, V>;
   __shared__ float scratch[32];
   __shared__ float slot;
-  const long long row = blockIdx.x / cluster;
-  const long long first = static_cast<long long>(blockIdx.x % cluster) * blockDim.x * P;
-  const long long packs = cols / V;
-  Pack<T, V> yh[P], gh[P];
-  const int count = load_held<T, V, P>(reinterpret_cast<const Pack<T, V>*>(y + row * cols), first, packs, yh, 0.0f);
-  load_held<T, V, P>(reinterpret_cast<const Pack<T, V>*>(dy + row * cols), first, packs, gh, 0.0f);
+  const RowSlice s = row_slice(cols / V, cluster);
+  P* yc = slice_cache<P>(s, 0);
+  P* gc = slice_cache<P>(s, 1);
+  copy_slice(reinterpret_cast<const P*>(y + s.row * cols), s, yc);
+  copy_slice(reinterpret_cast<const P*>(dy + s.row * cols), s, gc);
+  wait_copies();
+  const long long count = s.end - s.first;
   float dot = 0.0f;
+  for (long long k = threadIdx.x; k < count; k += blockDim.x) {
+    const P a = yc[k], b = gc[k];
 #pragma unroll
-  for (int k = 0; k < P; ++k)
-#pragma unroll
-    for (int i = 0; i < V; ++i) dot += to_float(yh[k].v[i]) * to_float(gh[k].v[i]);
-  dot = block_reduce(dot, Sum{}, scratch);
-  if (cluster > 1) dot = cluster_reduce(dot, Sum{}, &slot);
+    for (int i = 0; i < V; ++i) dot += to_float(a.v[i]) * to_float(b.v[i]);
+  }
+  dot = row_reduce(dot, Sum{}, 0.0f, cluster, scratch, &slot);
 
-  auto* out = reinterpret_cast<Pack<T, V>*>(dx + row * cols);
+  P* out = reinterpret_cast<P*>(dx + s.row * cols);
+  for (long long k = threadIdx.x; k < count; k += blockDim.x) {
+    const P a = yc[k], b = gc[k];
+    float v[V];
 #pragma unroll
-  for (int k = 0; k < P; ++k) {
-    if (k < count) {
-      float v[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) v[i] = to_float(yh[k].v[i]) * (to_float(gh[k].v[i]) - dot);
-      store_floats<T, V>(reinterpret_cast<T*>(out + held_index(first, k)), v);
-    }
+    for (int i = 0; i < V; ++i) v[i] = to_float(a.v[i]) * (to_float(b.v[i]) - dot);
+    store_pack(out + s.first + k, v);
   }
 }
 
@@ -142,30 +140,19 @@ int threads_for(long long cols, int vec) {
   return threads;
 }
 
-// Packs a thread may hold: 32 elements forward, 16 each of y and dy backward. More and the
-// compiler, which unpacks 16-bit packs into one register an element, spills past 64 registers.
-constexpr int max_packs_per_thread(int v, int elements) { return v == 1 ? elements / 4 : elements / v; }
-
-// Launches the cached forward kernel when the row fits; false leaves the row to the streaming one.
+// Launches the cached kernel when the rows are whole 16-byte packs that fit on chip; false leaves
+// them to the streaming kernel.
 template <class T, int V>
 bool try_cached_forward(const T* in, T* out, long long rows, long long cols, Stream stream) {
-  constexpr int kMax = max_packs_per_thread(V, 32);
-  const RowPlan plan = plan_rows(rows, cols / V, kMax, device_has_clusters());
-  const auto go = [&](auto kernel) { return launch_rows(kernel, plan, rows, stream, in, out, cols, plan.cluster); };
-  if (plan.packs_per_thread == kMax) return go(softmax_cached_kernel<T, V, kMax>);
-  if (plan.packs_per_thread == 4) return go(softmax_cached_kernel<T, V, 4>);
-  if (plan.packs_per_thread == 1) return go(softmax_cached_kernel<T, V, 1>);
-  return false;
+  const RowPlan plan = plan_rows(rows, cols / V, 1);
+  return plan.cluster > 0 && launch_rows(softmax_cached_kernel<T, V>, plan, rows, stream, in, out, cols, plan.cluster);
 }
 
 template <class T, int V>
 bool try_cached_backward(const T* yp, const T* gp, T* out, long long rows, long long cols, Stream stream) {
-  constexpr int kMax = max_packs_per_thread(V, 16);
-  const RowPlan plan = plan_rows(rows, cols / V, kMax, device_has_clusters());
-  const auto go = [&](auto kernel) { return launch_rows(kernel, plan, rows, stream, yp, gp, out, cols, plan.cluster); };
-  if (plan.packs_per_thread == kMax) return go(softmax_backward_cached_kernel<T, V, kMax>);
-  if (plan.packs_per_thread == 1) return go(softmax_backward_cached_kernel<T, V, 1>);
-  return false;
+  const RowPlan plan = plan_rows(rows, cols / V, 2);
+  return plan.cluster > 0 &&
+         launch_rows(softmax_backward_cached_kernel<T, V>, plan, rows, stream, yp, gp, out, cols, plan.cluster);
 }
 
 template <class T>
@@ -176,9 +163,7 @@ void launch_forward(const Tensor& x, const Tensor& y, Stream stream) {
   const T* in = x.data_as<const T>();
   T* out = y.data_as<T>();
   const bool vectorized = cols % V == 0 && pack_aligned<T, V>(in) && pack_aligned<T, V>(out);
-  if (vectorized ? try_cached_forward<T, V>(in, out, rows, cols, stream)
-                 : try_cached_forward<T, 1>(in, out, rows, cols, stream))
-    return;
+  if (vectorized && try_cached_forward<T, V>(in, out, rows, cols, stream)) return;
   const int threads = threads_for(cols, vectorized ? V : 1);
   if (vectorized)
     softmax_forward_kernel<T, V><<<rows, threads, 0, to_cuda(stream)>>>(in, out, cols);
@@ -197,9 +182,7 @@ void launch_backward(const Tensor& y, const Tensor& dy, const Tensor& dx, Stream
   T* out = dx.data_as<T>();
   const bool vectorized =
       cols % V == 0 && pack_aligned<T, V>(yp) && pack_aligned<T, V>(gp) && pack_aligned<T, V>(out);
-  if (vectorized ? try_cached_backward<T, V>(yp, gp, out, rows, cols, stream)
-                 : try_cached_backward<T, 1>(yp, gp, out, rows, cols, stream))
-    return;
+  if (vectorized && try_cached_backward<T, V>(yp, gp, out, rows, cols, stream)) return;
   const int threads = threads_for(cols, vectorized ? V : 1);
   if (vectorized)
     softmax_backward_kernel<T, V><<<rows, threads, 0, to_cuda(stream)>>>(yp, gp, out, cols);
