@@ -25,7 +25,8 @@ Loaded load(const std::string& path, const std::string& device, const std::strin
   engine::ModelOptions options;
   options.device = Device::parse(device);
   options.threads = threads;
-  options.weights.format = engine::parse_weight_format(weights);
+  options.weights.format = weights.empty() ? (options.device.is_cuda() ? engine::WeightFormat::bf16 : engine::WeightFormat::q8)
+                                           : engine::parse_weight_format(weights);
   Loaded l{model::GgufFile::open(path), nullptr};
   l.model = engine::LlamaModel::load(l.file, options);
   return l;
@@ -172,7 +173,7 @@ int run_chat(const GenerateArgs& a) {
 
 int run_bench(const BenchArgs& a) {
   check_arg(a.prompt_tokens >= 1, "ignis bench", "--prompt-tokens", ">= 1", a.prompt_tokens);
-  Loaded l = load(a.model_path, "cpu", a.weights, a.threads);
+  Loaded l = load(a.model_path, a.device, a.weights, a.threads);
   const engine::LlamaConfig& c = l.model->config();
   // Fixed ids spread over the vocabulary: the same work on every run.
   std::vector<std::int32_t> ids(static_cast<std::size_t>(a.prompt_tokens));
@@ -183,9 +184,15 @@ int run_bench(const BenchArgs& a) {
   engine::Generator gen(*l.model, a.prompt_tokens + a.new_tokens);
   const engine::GenerationResult r = gen.generate(ids, o);
   const engine::GenerationStats& s = r.stats;
-  std::printf("model: %s (%s weights, %.0f MB, %d threads, %s)\n", a.model_path.c_str(), a.weights.c_str(),
-              static_cast<double>(l.model->weights().bytes()) / 1e6, a.threads,
-              engine::linear_kernels_summary().c_str());
+  const std::string format = engine::weight_format_name(l.model->options().weights.format);
+  if (l.model->options().device.is_cuda())
+    std::printf("model: %s (%s weights on %s, %s attention, %lld graph replays)\n", a.model_path.c_str(),
+                format.c_str(), a.device.c_str(), l.model->attention().name(),
+                static_cast<long long>(l.model->cuda_graph_replays()));
+  else
+    std::printf("model: %s (%s weights, %.0f MB, %d threads, %s)\n", a.model_path.c_str(), format.c_str(),
+                static_cast<double>(l.model->weights().bytes()) / 1e6, a.threads,
+                engine::linear_kernels_summary().c_str());
   std::printf("prefill: %lld tokens in %.1f ms: %.1f tok/s\n", static_cast<long long>(s.prefill_tokens),
               s.prefill_s * 1e3, s.prefill_tokens_per_s);
   std::printf("decode: %lld tokens, TTFT %.1f ms, TBT median %.2f ms mean %.2f ms: %.1f tok/s\n",

@@ -20,15 +20,17 @@ void add_into(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-void require_cpu(const Device& device) {
-  if (!device.is_cpu())
-    throw Error("LlamaModel: device: CUDA engine not built yet (expected cpu, got " + device.str() + ")");
+void check_device_format(const ModelOptions& options) {
+  if (options.device.is_cpu()) return;
+  const WeightFormat f = options.weights.format;
+  check_arg(f == WeightFormat::f32 || f == WeightFormat::bf16, "LlamaModel", "weights.format",
+            "f32 or bf16 on " + options.device.str(), weight_format_name(f));
 }
 
 }  // namespace
 
 std::unique_ptr<LlamaModel> LlamaModel::load(const model::GgufFile& file, const ModelOptions& options) {
-  require_cpu(options.device);
+  check_device_format(options);
   LlamaConfig config = LlamaConfig::from_gguf(file);
   LlamaWeights weights = LlamaWeights::load(file, config, options.weights);
   return std::make_unique<LlamaModel>(std::move(config), std::move(weights), options);
@@ -36,7 +38,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const model::GgufFile& file, const 
 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const ModelOptions& options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
-  require_cpu(options.device);
+  check_device_format(options);
   config_.validate();
   check_arg(static_cast<std::int64_t>(weights_.layers.size()) == config_.n_layers, "LlamaModel", "weights.layers",
             config_.n_layers, weights_.layers.size());
@@ -50,6 +52,12 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const ModelOpti
     for (std::size_t i = 0; i < inv_freq_.size(); ++i) inv_freq_[i] /= weights_.rope_freq_factors[i];
   }
   rope_factor_ = rope_attention_factor(config_.rope_scaling);
+  if (options_.device.is_cuda()) {
+    CudaForwardOptions cuda_options;
+    cuda_options.device = options_.device;
+    cuda_options.graphs = options_.cuda_graphs;
+    cuda_ = make_cuda_forward(config_, weights_, inv_freq_, rope_factor_, cuda_options);
+  }
 }
 
 KvCache LlamaModel::make_cache(std::int64_t max_seq) const {
@@ -126,13 +134,14 @@ void LlamaModel::ffn_block(std::int64_t layer, std::int64_t n) {
   add_into(x_.data(), proj_.data(), n * c.dim);
 }
 
-std::span<const float> LlamaModel::forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) {
+void LlamaModel::check_forward_args(std::span<const std::int32_t> tokens, const KvCache& cache) const {
   constexpr const char* where = "LlamaModel::forward";
   const LlamaConfig& c = config_;
   const auto n = static_cast<std::int64_t>(tokens.size());
   check_arg(n > 0, where, "tokens", "at least one token", 0);
-  check_arg(cache.n_layers() == c.n_layers && cache.n_kv_heads() == c.n_kv_heads && cache.head_dim() == c.head_dim,
-            where, "cache", "a cache made by this model's make_cache", "another geometry");
+  check_arg(cache.n_layers() == c.n_layers && cache.n_kv_heads() == c.n_kv_heads && cache.head_dim() == c.head_dim &&
+                cache.device() == options_.device,
+            where, "cache", "a cache made by this model's make_cache", "another geometry or device");
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int32_t id = tokens[static_cast<std::size_t>(i)];
     if (id < 0 || id >= c.vocab_size)
@@ -140,6 +149,17 @@ std::span<const float> LlamaModel::forward(std::span<const std::int32_t> tokens,
                     id);
   }
   cache.check_room(n);
+}
+
+std::span<const float> LlamaModel::forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) {
+  const LlamaConfig& c = config_;
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  check_forward_args(tokens, cache);
+  if (cuda_) {
+    const std::span<const float> logits = cuda_->forward(tokens, cache, all_logits);
+    cache.advance(n);
+    return logits;
+  }
   ensure_scratch(n);
 
   for (std::int64_t i = 0; i < n; ++i)
@@ -157,6 +177,21 @@ std::span<const float> LlamaModel::forward(std::span<const std::int32_t> tokens,
   logits_.resize(static_cast<std::size_t>(rows * c.vocab_size));
   linear_forward(weights_.lm_head(), xn_.data(), logits_.data(), rows, *pool_);
   return logits_;
+}
+
+std::int32_t LlamaModel::forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
+                                        const SamplingParams& params) {
+  if (cuda_) {
+    check_forward_args(tokens, cache);
+    const std::int32_t id = cuda_->forward_sample(tokens, cache, params);
+    cache.advance(static_cast<std::int64_t>(tokens.size()));
+    return id;
+  }
+  const std::span<const float> logits = forward(tokens, cache);
+  std::int32_t id = 0;
+  sample(Tensor::view(const_cast<float*>(logits.data()), DType::f32, Device::cpu(), {1, config_.vocab_size}), params,
+         Tensor::view(&id, DType::i32, Device::cpu(), {1}));
+  return id;
 }
 
 }  // namespace ignis::engine
