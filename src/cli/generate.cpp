@@ -24,6 +24,8 @@ struct Loaded {
   std::optional<model::GgufFile> gguf;
   std::string tokenizer_json;  // GPT-2: the tokenizer.json beside the weights
   std::unique_ptr<engine::CausalLm> model;
+  engine::LlamaModel* llama = nullptr;  // `model` when it is a Llama (the only family on CUDA)
+  engine::ModelOptions options;
 
   model::Tokenizer tokenizer() const {
     return gguf ? model::Tokenizer::from_gguf(*gguf) : model::Tokenizer::from_hf_json(tokenizer_json);
@@ -39,14 +41,20 @@ Loaded load(const std::string& path, const std::string& device, const std::strin
   engine::ModelOptions options;
   options.device = Device::parse(device);
   options.threads = threads;
-  options.weights.format = engine::parse_weight_format(weights);
+  options.weights.format = weights.empty() ? (options.device.is_cuda() ? engine::WeightFormat::bf16 : engine::WeightFormat::q8)
+                                           : engine::parse_weight_format(weights);
   Loaded l;
+  l.options = options;
   if (is_gpt2_path(path)) {
+    check_arg(options.device.is_cpu(), "ignis", "--device", "cpu (GPT-2 runs on the CPU only for now)",
+              options.device.str());
     l.tokenizer_json = engine::Gpt2Files::locate(path).tokenizer;
     l.model = engine::Gpt2Model::load(path, options);
   } else {
     l.gguf.emplace(model::GgufFile::open(path));
-    l.model = engine::LlamaModel::load(*l.gguf, options);
+    std::unique_ptr<engine::LlamaModel> llama = engine::LlamaModel::load(*l.gguf, options);
+    l.llama = llama.get();
+    l.model = std::move(llama);
   }
   return l;
 }
@@ -194,7 +202,7 @@ int run_chat(const GenerateArgs& a) {
 
 int run_bench(const BenchArgs& a) {
   check_arg(a.prompt_tokens >= 1, "ignis bench", "--prompt-tokens", ">= 1", a.prompt_tokens);
-  Loaded l = load(a.model_path, "cpu", a.weights, a.threads);
+  Loaded l = load(a.model_path, a.device, a.weights, a.threads);
   const std::int64_t vocab = l.model->vocab_size();
   // Fixed ids spread over the vocabulary: the same work on every run.
   std::vector<std::int32_t> ids(static_cast<std::size_t>(a.prompt_tokens));
@@ -205,9 +213,15 @@ int run_bench(const BenchArgs& a) {
   engine::Generator gen(*l.model, a.prompt_tokens + a.new_tokens);
   const engine::GenerationResult r = gen.generate(ids, o);
   const engine::GenerationStats& s = r.stats;
-  std::printf("model: %s (%s weights, %.0f MB, %d threads, %s)\n", a.model_path.c_str(), a.weights.c_str(),
-              static_cast<double>(l.model->weight_bytes()) / 1e6, a.threads,
-              engine::linear_kernels_summary().c_str());
+  const std::string format = engine::weight_format_name(l.options.weights.format);
+  if (l.llama && l.options.device.is_cuda())
+    std::printf("model: %s (%s weights on %s, %s attention, %lld graph replays)\n", a.model_path.c_str(),
+                format.c_str(), a.device.c_str(), l.llama->attention().name(),
+                static_cast<long long>(l.llama->cuda_graph_replays()));
+  else
+    std::printf("model: %s (%s weights, %.0f MB, %d threads, %s)\n", a.model_path.c_str(), format.c_str(),
+                static_cast<double>(l.model->weight_bytes()) / 1e6, a.threads,
+                engine::linear_kernels_summary().c_str());
   std::printf("prefill: %lld tokens in %.1f ms: %.1f tok/s\n", static_cast<long long>(s.prefill_tokens),
               s.prefill_s * 1e3, s.prefill_tokens_per_s);
   std::printf("decode: %lld tokens, TTFT %.1f ms, TBT median %.2f ms mean %.2f ms: %.1f tok/s\n",

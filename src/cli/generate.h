@@ -16,7 +16,7 @@ struct GenerateArgs {
   double top_p = 1.0;
   std::uint64_t seed = 0;
   std::string device = "cpu";
-  std::string weights = "q8";  // q8, bf16 or f32
+  std::string weights;  // q8, bf16 or f32; empty: q8 on the CPU, bf16 on CUDA
   int threads = 2;
   bool raw = false;   // skip the chat template (GGUF models use theirs by default)
   bool chat = false;  // use the chat template (GPT-2 folders default to raw)
@@ -32,7 +32,8 @@ struct BenchArgs {
   std::string model_path;
   std::int64_t prompt_tokens = 64;
   std::int64_t new_tokens = 128;
-  std::string weights = "q8";
+  std::string device = "cpu";
+  std::string weights;  // as GenerateArgs::weights
   int threads = 2;
 };
 // Greedy generation from fixed token ids (no tokenizer); prints prefill and decode speeds.

@@ -43,7 +43,7 @@ void add_generation_options(CLI::App* app, ignis::cli::GenerateArgs& a) {
       ->capture_default_str();
   app->add_option("--seed", a.seed, "Sampling seed")->capture_default_str();
   app->add_option("--device", a.device, "cpu or cuda")->capture_default_str();
-  app->add_option("--weights", a.weights, "Weight storage on the CPU: q8, bf16 or f32")->capture_default_str();
+  app->add_option("--weights", a.weights, "Weight storage: q8, bf16 or f32 (default q8 on cpu, bf16 on cuda; cuda takes bf16 or f32)");
   app->add_option("--threads", a.threads, "CPU threads")->capture_default_str();
   app->add_option("--context", a.context, "KV cache length; 0 is the model's context length")->capture_default_str();
   app->add_option("--system", a.system, "System message (chat template)");
@@ -81,11 +81,12 @@ int main(int argc, char** argv) {
 
   ignis::cli::BenchArgs bench_args;
   bench_args.model_path = IGNIS_DEFAULT_MODEL;
-  auto* bench = app.add_subcommand("bench", "Measure prefill and greedy decode speed on the CPU");
+  auto* bench = app.add_subcommand("bench", "Measure prefill and greedy decode speed");
   bench->add_option("--model", bench_args.model_path, kModelHelp)->capture_default_str();
   bench->add_option("--prompt-tokens", bench_args.prompt_tokens, "Prompt length")->capture_default_str();
   bench->add_option("-n,--new-tokens", bench_args.new_tokens, "Tokens to decode")->capture_default_str();
-  bench->add_option("--weights", bench_args.weights, "q8, bf16 or f32")->capture_default_str();
+  bench->add_option("--device", bench_args.device, "cpu or cuda")->capture_default_str();
+  bench->add_option("--weights", bench_args.weights, "q8, bf16 or f32 (default q8 on cpu, bf16 on cuda)");
   bench->add_option("--threads", bench_args.threads, "CPU threads")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);

@@ -1,7 +1,6 @@
 #include "cpu/sampling.h"
 
 #include <algorithm>
-#include <array>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -9,16 +8,8 @@
 namespace ignis::cpu {
 namespace {
 
+using sampling::exp2_table;
 using sampling::order_key;
-
-const std::uint64_t* exp2_table() {
-  static const auto table = [] {
-    std::array<std::uint64_t, sampling::kExpTableSize> t{};
-    for (int j = 0; j < sampling::kExpTableSize; ++j) t[j] = sampling::exp2_table_entry(j);
-    return t;
-  }();
-  return table.data();
-}
 
 // Rank order: larger key first, lower index first among equal keys.
 struct RanksBefore {

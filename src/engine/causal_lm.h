@@ -1,12 +1,13 @@
 #pragma once
 // What the generator needs of a decoder-only language model: token ids in, next-token logits
-// out, with the K/V of earlier positions kept in a KvCache the model makes. LlamaModel and
-// Gpt2Model implement it.
+// (or the sampled next token) out, with the K/V of earlier positions kept in a KvCache the
+// model makes. LlamaModel and Gpt2Model implement it.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "engine/kv_cache.h"
+#include "ignis/ops/sampling.h"
 
 namespace ignis::engine {
 
@@ -29,6 +30,12 @@ class CausalLm {
   // [0, vocab), or "context length exceeded: ..." (the cache is then unchanged).
   virtual std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache,
                                          bool all_logits = false) = 0;
+
+  // forward, then the next token drawn from the last position's logits (ignis::sample with
+  // `params`; params.step tells the steps apart). Throws as forward. This default samples on
+  // the host; a model whose logits live on a GPU overrides it so that only the id comes back.
+  virtual std::int32_t forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
+                                      const SamplingParams& params);
 };
 
 }  // namespace ignis::engine

@@ -1,5 +1,5 @@
 #pragma once
-// Small pieces the CPU forward passes of every model family share.
+// Small pieces the forward passes of every model family share (mostly their CPU paths).
 #include <cstdint>
 #include <span>
 #include <string>
@@ -27,19 +27,20 @@ inline void add_bias(float* y, const float* bias, std::int64_t rows, std::int64_
   for (std::int64_t r = 0; r < rows; ++r) add_into(y + r * cols, bias, cols);
 }
 
+// For the model families that have no CUDA forward yet.
 inline void require_cpu(const Device& device, const char* model) {
-  if (!device.is_cpu())
-    throw Error(std::string(model) + ": device: CUDA engine not built yet (expected cpu, got " + device.str() + ")");
+  if (!device.is_cpu()) fail_expected(model, "device", "cpu (no CUDA forward for this model yet)", device.str());
 }
 
 // The checks every forward(tokens, cache) starts with: some tokens, each in [0, vocab), and a
-// cache of the model's geometry.
+// cache of the model's geometry on the model's device.
 inline void check_forward_inputs(const char* where, std::span<const std::int32_t> tokens, const KvCache& cache,
                                  std::int64_t n_layers, std::int64_t n_kv_heads, std::int64_t head_dim,
-                                 std::int64_t vocab) {
+                                 std::int64_t vocab, const Device& device = Device::cpu()) {
   check_arg(!tokens.empty(), where, "tokens", "at least one token", 0);
-  check_arg(cache.n_layers() == n_layers && cache.n_kv_heads() == n_kv_heads && cache.head_dim() == head_dim, where,
-            "cache", "a cache made by this model's make_cache", "another geometry");
+  check_arg(cache.n_layers() == n_layers && cache.n_kv_heads() == n_kv_heads && cache.head_dim() == head_dim &&
+                cache.device() == device,
+            where, "cache", "a cache made by this model's make_cache", "another geometry or device");
   for (std::size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= vocab)
       fail_expected(where, "tokens[" + std::to_string(i) + "]", "an id in [0, " + std::to_string(vocab) + ")",

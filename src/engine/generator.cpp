@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "ignis/error.h"
-#include "ignis/ops/sampling.h"
 
 namespace ignis::engine {
 namespace {
@@ -55,20 +54,6 @@ void Generator::reset() {
   cached_.clear();
 }
 
-std::int32_t Generator::sample(std::span<const float> logits, const GenerateOptions& options, std::uint64_t step) {
-  const std::int64_t vocab = model_.vocab_size();
-  SamplingParams params;
-  params.temperature = options.temperature;
-  params.top_k = options.top_k;
-  params.top_p = options.top_p;
-  params.seed = options.seed;
-  params.step = step;
-  std::int32_t id = 0;
-  ignis::sample(Tensor::view(const_cast<float*>(logits.data()), DType::f32, Device::cpu(), {1, vocab}), params,
-         Tensor::view(&id, DType::i32, Device::cpu(), {1}));
-  return id;
-}
-
 GenerationResult Generator::generate(std::span<const std::int32_t> context, const GenerateOptions& options,
                                      const TokenCallback& on_token) {
   const Clock::time_point start = Clock::now();
@@ -89,8 +74,14 @@ GenerationResult Generator::generate(std::span<const std::int32_t> context, cons
 
   const std::span<const std::int32_t> fresh = context.subspan(keep);
   stats.prefill_tokens = static_cast<std::int64_t>(fresh.size());
+  SamplingParams params;
+  params.temperature = options.temperature;
+  params.top_k = options.top_k;
+  params.top_p = options.top_p;
+  params.seed = options.seed;
+  // The prefill's forward samples the first token too (on CUDA only the id leaves the GPU).
   const Clock::time_point prefill_start = Clock::now();
-  std::span<const float> logits = model_.forward(fresh, cache_);
+  std::int32_t id = model_.forward_sample(fresh, cache_, params);
   cached_.insert(cached_.end(), fresh.begin(), fresh.end());
   stats.prefill_s = seconds(prefill_start, Clock::now());
   if (stats.prefill_s > 0.0) stats.prefill_tokens_per_s = static_cast<double>(fresh.size()) / stats.prefill_s;
@@ -104,10 +95,10 @@ GenerationResult Generator::generate(std::span<const std::int32_t> context, cons
         break;
       }
       const std::int32_t last = result.tokens.back();
-      logits = model_.forward(std::span<const std::int32_t>(&last, 1), cache_);
+      params.step = static_cast<std::uint64_t>(step);
+      id = model_.forward_sample(std::span<const std::int32_t>(&last, 1), cache_, params);
       cached_.push_back(last);
     }
-    const std::int32_t id = sample(logits, options, static_cast<std::uint64_t>(step));
     stamps.push_back(Clock::now());
     if (step == 0) stats.ttft_s = seconds(start, stamps.back());
     if (std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end()) {

@@ -67,8 +67,6 @@ class Generator {
   void reset();
 
  private:
-  std::int32_t sample(std::span<const float> logits, const GenerateOptions& options, std::uint64_t step);
-
   CausalLm& model_;
   KvCache cache_;
   std::vector<std::int32_t> cached_;

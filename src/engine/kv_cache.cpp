@@ -1,6 +1,8 @@
 #include "engine/kv_cache.h"
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ignis/error.h"
 
@@ -18,6 +20,19 @@ KvCache::KvCache(std::int64_t n_layers, std::int64_t max_seq, std::int64_t n_kv_
     k_.push_back(Tensor::empty({1, max_seq, n_kv_heads, head_dim}, dtype, device));
     v_.push_back(Tensor::empty({1, max_seq, n_kv_heads, head_dim}, dtype, device));
   }
+  if (device.is_cuda()) {
+    check_arg(max_seq <= INT32_MAX, where, "max_seq", "<= 2147483647 on CUDA (i32 device lengths)", max_seq);
+    device_lengths_ = Tensor::empty({n_layers}, DType::i32, device);
+    truncate(0);
+  }
+}
+
+Tensor KvCache::device_length(std::int64_t layer) const {
+  check_arg(device_lengths_.data() != nullptr, "KvCache::device_length", "device",
+            "a CUDA cache", device());
+  check_arg(layer >= 0 && layer < n_layers(), "KvCache::device_length", "layer",
+            "in [0, " + std::to_string(n_layers()) + ")", layer);
+  return Tensor::view(device_lengths_.data_as<std::int32_t>() + layer, DType::i32, device(), {1});
 }
 
 float* KvCache::k_rows(std::int64_t layer, std::int64_t position) const {
@@ -43,6 +58,10 @@ void KvCache::advance(std::int64_t n) {
 void KvCache::truncate(std::int64_t n) {
   check_arg(n >= 0 && n <= length_, "KvCache::truncate", "n", "a length in [0, " + std::to_string(length_) + "]", n);
   length_ = n;
+  if (device_lengths_.data() != nullptr) {
+    const std::vector<std::int32_t> lengths(static_cast<std::size_t>(n_layers()), static_cast<std::int32_t>(n));
+    copy_bytes(device_lengths_.data(), device_lengths_.device(), lengths.data(), Device::cpu(), device_lengths_.nbytes());
+  }
 }
 
 }  // namespace ignis::engine

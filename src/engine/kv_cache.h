@@ -5,6 +5,11 @@
 //
 // A forward pass writes each layer's new rows at [length(), length() + n) and calls advance(n)
 // once at the end, so every layer of one pass sees the same length.
+//
+// A CUDA cache also keeps each layer's length on the device (device_length), which the GPU
+// kernels read and kv_cache_append advances, so a decode step needs no host-to-device copy and
+// can be replayed from a CUDA graph. The CUDA forward advances them layer by layer; advance()
+// moves only the host length; truncate() writes both.
 #include <cstdint>
 #include <vector>
 
@@ -22,6 +27,7 @@ class KvCache {
   std::int64_t length() const { return length_; }
   std::int64_t n_kv_heads() const { return n_kv_heads_; }
   std::int64_t head_dim() const { return head_dim_; }
+  Device device() const { return k_.front().device(); }
 
   // k(layer), v(layer): [1, max_seq, heads_kv, head_dim].
   const Tensor& k(std::int64_t layer) const { return k_.at(static_cast<std::size_t>(layer)); }
@@ -29,6 +35,8 @@ class KvCache {
   // The f32 rows at `position` of a CPU cache: [max_seq - position, heads_kv * head_dim].
   float* k_rows(std::int64_t layer, std::int64_t position) const;
   float* v_rows(std::int64_t layer, std::int64_t position) const;
+  // [1] i32 on the device: the layer's length as the GPU sees it. Only for a CUDA cache.
+  Tensor device_length(std::int64_t layer) const;
 
   // Throws "context length exceeded: <length> + <new_tokens> > <max_seq>" when the tokens do not fit.
   void check_room(std::int64_t new_tokens) const;
@@ -42,6 +50,7 @@ class KvCache {
   std::int64_t max_seq_, n_kv_heads_, head_dim_;
   std::int64_t length_ = 0;
   std::vector<Tensor> k_, v_;
+  Tensor device_lengths_;  // [n_layers] i32, CUDA caches only
 };
 
 }  // namespace ignis::engine

@@ -11,8 +11,19 @@
 #include "ignis/ops/rope.h"
 
 namespace ignis::engine {
+namespace {
+
+void check_device_format(const ModelOptions& options) {
+  if (options.device.is_cpu()) return;
+  const WeightFormat f = options.weights.format;
+  check_arg(f == WeightFormat::f32 || f == WeightFormat::bf16, "LlamaModel", "weights.format",
+            "f32 or bf16 on " + options.device.str(), weight_format_name(f));
+}
+
+}  // namespace
+
 std::unique_ptr<LlamaModel> LlamaModel::load(const model::GgufFile& file, const ModelOptions& options) {
-  require_cpu(options.device, "LlamaModel");
+  check_device_format(options);
   LlamaConfig config = LlamaConfig::from_gguf(file);
   LlamaWeights weights = LlamaWeights::load(file, config, options.weights);
   return std::make_unique<LlamaModel>(std::move(config), std::move(weights), options);
@@ -20,7 +31,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const model::GgufFile& file, const 
 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const ModelOptions& options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
-  require_cpu(options.device, "LlamaModel");
+  check_device_format(options);
   config_.validate();
   check_arg(static_cast<std::int64_t>(weights_.layers.size()) == config_.n_layers, "LlamaModel", "weights.layers",
             config_.n_layers, weights_.layers.size());
@@ -34,11 +45,17 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const ModelOpti
     for (std::size_t i = 0; i < inv_freq_.size(); ++i) inv_freq_[i] /= weights_.rope_freq_factors[i];
   }
   rope_factor_ = rope_attention_factor(config_.rope_scaling);
+  if (options_.device.is_cuda()) {
+    CudaForwardOptions cuda_options;
+    cuda_options.device = options_.device;
+    cuda_options.graphs = options_.cuda_graphs;
+    cuda_ = make_cuda_forward(config_, weights_, inv_freq_, rope_factor_, cuda_options);
+  }
 }
 
 KvCache LlamaModel::make_cache(std::int64_t max_seq) const {
   return KvCache(config_.n_layers, max_seq > 0 ? max_seq : config_.context_length, config_.n_kv_heads,
-                 config_.head_dim);
+                 config_.head_dim, options_.device);
 }
 
 void LlamaModel::ensure_scratch(std::int64_t n) {
@@ -110,12 +127,23 @@ void LlamaModel::ffn_block(std::int64_t layer, std::int64_t n) {
   add_into(x_.data(), proj_.data(), n * c.dim);
 }
 
-std::span<const float> LlamaModel::forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) {
+void LlamaModel::check_forward_args(std::span<const std::int32_t> tokens, const KvCache& cache) const {
   constexpr const char* where = "LlamaModel::forward";
   const LlamaConfig& c = config_;
   const auto n = static_cast<std::int64_t>(tokens.size());
-  check_forward_inputs(where, tokens, cache, c.n_layers, c.n_kv_heads, c.head_dim, c.vocab_size);
+  check_forward_inputs(where, tokens, cache, c.n_layers, c.n_kv_heads, c.head_dim, c.vocab_size, options_.device);
   cache.check_room(n);
+}
+
+std::span<const float> LlamaModel::forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) {
+  const LlamaConfig& c = config_;
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  check_forward_args(tokens, cache);
+  if (cuda_) {
+    const std::span<const float> logits = cuda_->forward(tokens, cache, all_logits);
+    cache.advance(n);
+    return logits;
+  }
   ensure_scratch(n);
 
   for (std::int64_t i = 0; i < n; ++i)
@@ -133,6 +161,15 @@ std::span<const float> LlamaModel::forward(std::span<const std::int32_t> tokens,
   logits_.resize(static_cast<std::size_t>(rows * c.vocab_size));
   linear_forward(weights_.lm_head(), xn_.data(), logits_.data(), rows, *pool_);
   return logits_;
+}
+
+std::int32_t LlamaModel::forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
+                                        const SamplingParams& params) {
+  if (!cuda_) return CausalLm::forward_sample(tokens, cache, params);
+  check_forward_args(tokens, cache);
+  const std::int32_t id = cuda_->forward_sample(tokens, cache, params);
+  cache.advance(static_cast<std::int64_t>(tokens.size()));
+  return id;
 }
 
 }  // namespace ignis::engine

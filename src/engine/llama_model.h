@@ -4,7 +4,8 @@
 // Per layer: x += Wo attn(rope(Wq n(x)), rope(Wk n(x)), Wv n(x)); x += Wdown swiglu(Wgate n(x), Wup n(x)),
 // n = RMSNorm; then logits = lm_head(RMSNorm(x)). Linear layers run through linear_forward
 // (OpenBLAS / AVX2), the norms, RoPE and SwiGLU through the ignis ops, attention through an
-// AttentionBackend. The CPU is the only device today.
+// AttentionBackend. On a CUDA device the same pass runs on the GPU (engine/cuda_llama.h):
+// cuBLASLt linear layers, CUDA graphs for decode steps, sampling on the GPU.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -12,33 +13,37 @@
 
 #include "engine/attention_backend.h"
 #include "engine/causal_lm.h"
+#include "engine/cuda_llama.h"
 #include "engine/kv_cache.h"
 #include "engine/llama_config.h"
 #include "engine/llama_weights.h"
 #include "engine/model_options.h"
 #include "engine/thread_pool.h"
 #include "ignis/device.h"
+#include "ignis/ops/sampling.h"
 #include "model/gguf.h"
 
 namespace ignis::engine {
 
 class LlamaModel : public CausalLm {
  public:
-  // Reads config and weights from the file. Throws for a CUDA device ("CUDA engine not built
-  // yet") and for everything LlamaConfig::from_gguf and LlamaWeights::load reject.
+  // Reads config and weights from the file. Throws for everything LlamaConfig::from_gguf and
+  // LlamaWeights::load reject, and for q8 weights on CUDA.
   static std::unique_ptr<LlamaModel> load(const model::GgufFile& file, const ModelOptions& options = {});
   LlamaModel(LlamaConfig config, LlamaWeights weights, const ModelOptions& options = {});
 
   const LlamaConfig& config() const { return config_; }
   const LlamaWeights& weights() const { return weights_; }
   const ModelOptions& options() const { return options_; }
-  const AttentionBackend& attention() const { return *attention_; }
+  const AttentionBackend& attention() const { return cuda_ ? cuda_->attention() : *attention_; }
+  // CUDA decode steps replayed from a captured graph so far (0 on the CPU).
+  std::int64_t cuda_graph_replays() const { return cuda_ ? cuda_->graph_replays() : 0; }
 
   std::int64_t vocab_size() const override { return config_.vocab_size; }
   std::int64_t context_length() const override { return config_.context_length; }
   std::size_t weight_bytes() const override { return weights_.bytes(); }
 
-  // A cache for up to max_seq positions (0: the model's context_length).
+  // A cache for up to max_seq positions (0: the model's context_length), on the model's device.
   KvCache make_cache(std::int64_t max_seq = 0) const override;
 
   // Runs `tokens` at positions cache.length(), cache.length() + 1, ... (the cache holds every
@@ -49,7 +54,12 @@ class LlamaModel : public CausalLm {
   std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache,
                                  bool all_logits = false) override;
 
+  // On CUDA the logits stay on the GPU: only the sampled id comes back.
+  std::int32_t forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
+                              const SamplingParams& params) override;
+
  private:
+  void check_forward_args(std::span<const std::int32_t> tokens, const KvCache& cache) const;
   void ensure_scratch(std::int64_t n);
   void attention_block(std::int64_t layer, std::int64_t n, KvCache& cache);
   void ffn_block(std::int64_t layer, std::int64_t n);
@@ -59,6 +69,7 @@ class LlamaModel : public CausalLm {
   ModelOptions options_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<AttentionBackend> attention_;
+  std::unique_ptr<CudaForward> cuda_;  // set on a CUDA device
   std::vector<float> inv_freq_;  // [rotary_dim / 2]
   float rope_factor_ = 1.0f;
 

@@ -1,6 +1,6 @@
 #pragma once
 // How a model is loaded for the engine: device, threads and weight storage. Shared by every
-// model family; qk_order concerns only GGUF Llama files.
+// model family; qk_order concerns only GGUF Llama files, cuda_graphs only the CUDA Llama path.
 #include "engine/linear.h"
 #include "ignis/device.h"
 
@@ -18,7 +18,9 @@ struct WeightOptions {
 struct ModelOptions {
   Device device = Device::cpu();
   int threads = 2;  // including the caller's thread
+  // On CUDA the linear layers must be f32 (plain fp32 products) or bf16 (fp32 accumulation).
   WeightOptions weights;
+  bool cuda_graphs = true;  // capture decode steps as CUDA graphs and replay them
 };
 
 }  // namespace ignis::engine

@@ -39,8 +39,10 @@ void check_params(const AttentionParams& p) {
 
 }  // namespace
 
-void attention_naive_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                             const AttentionParams& params, Stream stream) {
+namespace {
+
+// Checks what both entry points share; k stands for k_cache in the cached one.
+void check_common(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const AttentionParams& params) {
   check_dim(q, 4, kWhere, "q");
   check_contiguous(q, kWhere, "q");
   check_dim(k, 4, kWhere, "k");
@@ -57,14 +59,39 @@ void attention_naive_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
   check_like(k, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), "k");
   check_like(v, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), "v");
   check_like(o, q, q.shape(), q.dtype(), "o");
-  check_like(lse, q, {batch, heads_q, seqlen_q}, attention_lse_dtype(q.dtype()), "lse");
   check_arg(q.device().is_cuda(), kWhere, "q.device", "cuda (there is no CPU implementation)", q.device());
   check_arg(attention_naive_supported(q.device(), q.dtype()), kWhere, "q.dtype", "f32 or f64", q.dtype());
   check_params(params);
+}
+
+[[maybe_unused]] AttentionParams resolved(const AttentionParams& params, std::int64_t head_dim) {
+  AttentionParams r = params;
+  if (r.scale == 0.0) r.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  return r;
+}
+
+}  // namespace
+
+void attention_naive_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
+                             const AttentionParams& params, Stream stream) {
+  check_common(q, k, v, o, params);
+  check_like(lse, q, {q.size(0), q.size(2), q.size(1)}, attention_lse_dtype(q.dtype()), "lse");
 #if IGNIS_WITH_CUDA
-  AttentionParams resolved = params;
-  if (resolved.scale == 0.0) resolved.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  cuda::attention_naive_forward(q, k, v, o, lse, resolved, stream);
+  cuda::attention_naive_forward(q, k, v, o, lse, nullptr, resolved(params, q.size(3)), stream);
+#else
+  (void)stream;
+#endif
+}
+
+void attention_naive_kvcache_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                     const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
+                                     const AttentionParams& params, Stream stream) {
+  check_common(q, k_cache, v_cache, o, params);
+  check_like(seqlens_k, q, {q.size(0)}, DType::i32, "seqlens_k");
+  if (lse.defined()) check_like(lse, q, {q.size(0), q.size(2), q.size(1)}, attention_lse_dtype(q.dtype()), "lse");
+#if IGNIS_WITH_CUDA
+  cuda::attention_naive_forward(q, k_cache, v_cache, o, lse.defined() ? lse : Tensor(), seqlens_k.data_as<const int>(),
+                                resolved(params, q.size(3)), stream);
 #else
   (void)stream;
 #endif

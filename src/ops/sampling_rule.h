@@ -10,6 +10,7 @@
 // sampled index. Against the real-valued rule (src/ref/sampling.h) a weight differs by at most
 // 2e-10 relative plus 2^-(S+1) absolute (the row max has weight 2^S), so a sum differs by at most
 // 2e-10 + vocab^2 * 2^-64 of the row total: below 4e-9 for vocabularies up to 2^18.
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -50,6 +51,16 @@ IGNIS_HD std::uint64_t exp2_table_entry(int j) {
   std::uint64_t q = kOneQ63;
   for (int k = 20; k >= 1; --k) q = kOneQ63 - mul_q63(y, q) / static_cast<std::uint64_t>(k);
   return q;
+}
+
+// The 256 entries, computed once on the host (kernels get a copy as a launch argument).
+inline const std::uint64_t* exp2_table() {
+  static const auto table = [] {
+    std::array<std::uint64_t, kExpTableSize> t{};
+    for (int j = 0; j < kExpTableSize; ++j) t[j] = exp2_table_entry(j);
+    return t;
+  }();
+  return table.data();
 }
 
 // The fractional bits S of a weight: the row max weighs 2^S and vocab * 2^S <= 2^63, so no sum overflows.

@@ -113,6 +113,23 @@ TEST_F(GeneratorTest, SeededSamplingIsReproducible) {
   const auto a = gen.generate(prompt_, o).tokens;
   const auto b = gen.generate(prompt_, o).tokens;
   EXPECT_EQ(a, b);
+  // Token i is the draw of step i: the same ids as a hand-written forward + sample loop.
+  {
+    KvCache cache = model_->make_cache();
+    SamplingParams params;
+    params.temperature = o.temperature;
+    params.top_k = o.top_k;
+    params.top_p = o.top_p;
+    params.seed = o.seed;
+    std::vector<std::int32_t> manual;
+    std::int32_t id = model_->forward_sample(prompt_, cache, params);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      manual.push_back(id);
+      params.step = i + 1;
+      id = model_->forward_sample(std::span<const std::int32_t>(&manual.back(), 1), cache, params);
+    }
+    EXPECT_EQ(manual, a);
+  }
   o.seed = 8;
   const auto c = gen.generate(prompt_, o).tokens;
   EXPECT_NE(a, c);

@@ -170,6 +170,29 @@ TEST(Gpt2Model, GeneratorGreedyFollowsTheReferenceArgmax) {
   }
 }
 
+// GPT-2 keeps CausalLm's forward_sample: forward, then ignis::sample on the host.
+TEST(Gpt2Model, ForwardSampleIsForwardThenSample) {
+  const TinyGpt2 m = test::make_tiny_gpt2({.seed = 11});
+  Folder f(m);
+  auto model = load(f.dir.path().string());
+  const std::vector<std::int32_t> context = some_tokens(6, m.spec.vocab, 41);
+  SamplingParams params;
+  params.temperature = 1.3;
+  params.top_k = 20;
+  params.seed = 5;
+  for (std::uint64_t step = 0; step < 4; ++step) {
+    params.step = step;
+    KvCache a = model->make_cache(), b = model->make_cache();
+    const std::int32_t got = model->forward_sample(context, a, params);
+    const std::span<const float> logits = model->forward(context, b);
+    std::int32_t want = -1;
+    sample(Tensor::view(const_cast<float*>(logits.data()), DType::f32, Device::cpu(), {1, m.spec.vocab}), params,
+           Tensor::view(&want, DType::i32, Device::cpu(), {1}));
+    EXPECT_EQ(got, want) << "step " << step;
+    EXPECT_EQ(a.length(), b.length());
+  }
+}
+
 TEST(Gpt2Model, BadCallsThrow) {
   const TinyGpt2 m = test::make_tiny_gpt2({});
   Folder f(m);
@@ -184,7 +207,8 @@ TEST(Gpt2Model, BadCallsThrow) {
   EXPECT_EQ(cache.length(), 0);
   ModelOptions cuda;
   cuda.device = Device::cuda(0);
-  EXPECT_ERROR_CONTAINS(Gpt2Model::load(f.dir.path().string(), cuda), "Gpt2Model: device: CUDA engine not built yet");
+  EXPECT_ERROR_CONTAINS(Gpt2Model::load(f.dir.path().string(), cuda),
+                        "Gpt2Model: device: expected cpu (no CUDA forward for this model yet), got cuda:0");
 }
 
 // The folder a CLI user points at: its files, and the tokenizer beside the weights.

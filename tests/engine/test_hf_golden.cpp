@@ -3,13 +3,12 @@
 // were produced by scripts/hf_golden.py on the GPU machine (transformers 5.17, torch 2.11, CPU).
 // Skipped when the bundled model is absent.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "engine/generator.h"
+#include "engine/hf_golden.h"
 #include "engine/llama_model.h"
 #include "model/model_paths.h"
 #include "model/tokenizer.h"
@@ -17,36 +16,14 @@
 namespace ignis::engine {
 namespace {
 
-struct Golden {
-  std::string prompt;
-  std::vector<std::int32_t> prompt_ids, greedy_float32, greedy_float64;
-  std::vector<float> last_logits;  // the last prompt position, from transformers in float64
-};
-
-Golden load_golden() {
-  const auto dir = test::source_root() / "tests/engine/data";
-  std::ifstream json_file(dir / "smollm2_golden.json");
-  const nlohmann::json j = nlohmann::json::parse(json_file);
-  Golden g;
-  g.prompt = j.at("prompt").get<std::string>();
-  g.prompt_ids = j.at("prompt_ids").get<std::vector<std::int32_t>>();
-  g.greedy_float32 = j.at("greedy_float32").get<std::vector<std::int32_t>>();
-  g.greedy_float64 = j.at("greedy_float64").get<std::vector<std::int32_t>>();
-  std::ifstream logits_file(dir / "smollm2_hf_logits.f32", std::ios::binary);
-  logits_file.seekg(0, std::ios::end);
-  g.last_logits.resize(static_cast<std::size_t>(logits_file.tellg()) / sizeof(float));
-  logits_file.seekg(0);
-  logits_file.read(reinterpret_cast<char*>(g.last_logits.data()),
-                   static_cast<std::streamsize>(g.last_logits.size() * sizeof(float)));
-  return g;
-}
+using Golden = test::HfGoldenData;
 
 class HfGolden : public testing::Test {
  protected:
   void SetUp() override {
     path_ = test::find_smollm2();
     if (path_.empty()) GTEST_SKIP() << "SmolLM2 GGUF not found (scripts/setup.sh fetches it)";
-    golden_ = load_golden();
+    golden_ = test::load_hf_golden();
   }
   std::string path_;
   Golden golden_;

@@ -169,7 +169,7 @@ TEST(LlamaModel, BadArguments) {
 
   ModelOptions cuda;
   cuda.device = Device::cuda(0);
-  EXPECT_ERROR_CONTAINS(LlamaModel::load(l.gguf.file, cuda), "CUDA engine not built yet");
+  EXPECT_ERROR_CONTAINS(LlamaModel::load(l.gguf.file, cuda), "weights.format: expected f32 or bf16 on cuda:0, got q8");
 }
 
 }  // namespace

@@ -254,6 +254,76 @@ TEST_P(AttentionNaiveOp, RejectsBadArguments) {
   EXPECT_THROW(attention_naive_forward(t.q, t.k, t.v, t.o, t.lse, bad), Error);
 }
 
+// The cached entry point against the reference run on each sequence's first seqlens_k[b] rows:
+// rows past a length hold poison-sized values that would show if they were read.
+TEST_P(AttentionNaiveOp, KvCacheWithDeviceLengths) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, attention_naive_supported(impl.device, impl.dtype));
+  const std::int64_t batch = 3, heads_kv = 2, ratio = 3, heads_q = heads_kv * ratio, head_dim = 64, capacity = 37;
+  std::uint64_t salt = 900;
+  for (std::int64_t seqlen_q : {1, 3}) {
+    const std::vector<std::int32_t> lengths = {static_cast<std::int32_t>(seqlen_q), 17, 37};
+    auto rng = test::case_rng(++salt);
+    const Shape q_shape{batch, seqlen_q, heads_q, head_dim}, cache_shape{batch, capacity, heads_kv, head_dim};
+    const auto q = test::quantize(test::random_normal(rng, static_cast<std::size_t>(batch * seqlen_q * heads_q * head_dim)),
+                                  impl.dtype);
+    const auto cache_count = static_cast<std::size_t>(batch * capacity * heads_kv * head_dim);
+    auto k = test::quantize(test::random_normal(rng, cache_count), impl.dtype);
+    auto v = test::quantize(test::random_normal(rng, cache_count), impl.dtype);
+    const std::size_t row = static_cast<std::size_t>(heads_kv * head_dim);
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t t = lengths[static_cast<std::size_t>(b)]; t < capacity; ++t)
+        for (std::size_t e = 0; e < row; ++e) {
+          k[static_cast<std::size_t>(b * capacity + t) * row + e] = 1e4;
+          v[static_cast<std::size_t>(b * capacity + t) * row + e] = 1e4;
+        }
+    Tensor tq = test::make_tensor(q, q_shape, impl.dtype, impl.device);
+    Tensor tk = test::make_tensor(k, cache_shape, impl.dtype, impl.device);
+    Tensor tv = test::make_tensor(v, cache_shape, impl.dtype, impl.device);
+    std::vector<std::int32_t> host_lengths = lengths;
+    Tensor tlen = Tensor::view(host_lengths.data(), DType::i32, Device::cpu(), {batch}).to(impl.device);
+    Tensor to = test::make_poisoned(q_shape, impl.dtype, impl.device);
+    Tensor tlse = test::make_poisoned({batch, heads_q, seqlen_q}, attention_lse_dtype(impl.dtype), impl.device);
+    AttentionParams params;
+    params.causal = true;
+    attention_naive_kvcache_forward(tq, tk, tv, tlen, to, tlse, params);
+    const auto got_o = test::read_tensor(to);
+    const auto got_lse = test::read_tensor(tlse);
+    // Without lse the output is the same.
+    Tensor to2 = test::make_poisoned(q_shape, impl.dtype, impl.device);
+    attention_naive_kvcache_forward(tq, tk, tv, tlen, to2, Tensor(), params);
+    EXPECT_EQ(test::read_tensor(to2), got_o);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      SCOPED_TRACE(testing::Message() << impl << " seqlen_q " << seqlen_q << " sequence " << b);
+      const std::int64_t len = lengths[static_cast<std::size_t>(b)];
+      const std::size_t q_size = static_cast<std::size_t>(seqlen_q * heads_q * head_dim);
+      const std::size_t lse_size = static_cast<std::size_t>(heads_q * seqlen_q);
+      const auto q_b = std::vector<double>(q.begin() + static_cast<std::ptrdiff_t>(b * q_size),
+                                           q.begin() + static_cast<std::ptrdiff_t>((b + 1) * q_size));
+      const auto k0 = k.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b * capacity) * row);
+      const auto v0 = v.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b * capacity) * row);
+      const std::vector<double> k_b(k0, k0 + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(len) * row));
+      const std::vector<double> v_b(v0, v0 + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(len) * row));
+      const auto ref = ref::attention_forward(q_b, k_b, v_b, to_ref(shaped(1, heads_kv, ratio, seqlen_q, len, head_dim, params)));
+      const std::vector<double> o_b(got_o.begin() + static_cast<std::ptrdiff_t>(b * q_size),
+                                    got_o.begin() + static_cast<std::ptrdiff_t>((b + 1) * q_size));
+      const std::vector<double> lse_b(got_lse.begin() + static_cast<std::ptrdiff_t>(b * lse_size),
+                                      got_lse.begin() + static_cast<std::ptrdiff_t>((b + 1) * lse_size));
+      EXPECT_TRUE(test::close_to_reference(o_b, ref.o, impl.dtype, {}, 2e-6)) << "o";
+      EXPECT_TRUE(test::close_to_reference(lse_b, ref.lse, attention_lse_dtype(impl.dtype), {}, 2e-6)) << "lse";
+    }
+    // Bad lengths tensors: wrong dtype, shape, device.
+    EXPECT_THROW(attention_naive_kvcache_forward(tq, tk, tv, test::make_poisoned({batch}, DType::f32, impl.device), to,
+                                                 Tensor(), params),
+                 Error);
+    EXPECT_THROW(attention_naive_kvcache_forward(tq, tk, tv, tlen.reshape({1, batch}), to, Tensor(), params), Error);
+    EXPECT_THROW(attention_naive_kvcache_forward(
+                     tq, tk, tv, Tensor::view(host_lengths.data(), DType::i32, Device::cpu(), {batch}), to, Tensor(),
+                     params),
+                 Error);
+  }
+}
+
 TEST(AttentionNaiveOp, RejectsTheCpu) {
   EXPECT_FALSE(attention_naive_supported(Device::cpu(), DType::f32));
   EXPECT_FALSE(attention_naive_supported(Device::cuda(0), DType::bf16));

@@ -20,5 +20,13 @@ inline constexpr std::int64_t kAttentionNaiveMaxHeadDim = 256;
 bool attention_naive_supported(Device device, DType dtype);
 void attention_naive_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                              const AttentionParams& params, Stream stream = {});
+// The same kernel over a KV cache read in place. k_cache, v_cache: [batch, max_seqlen, heads_kv,
+// head_dim]; seqlens_k: [batch] i32 on q's device: sequence b's keys are its first seqlens_k[b]
+// rows and its queries its last seqlen_q positions (masks aligned as above). The lengths are read
+// on the device, so a decode step can be captured in a CUDA graph and replayed as the cache grows;
+// a length outside [0, max_seqlen] is clamped. lse: as above, or an undefined Tensor() for none.
+void attention_naive_kvcache_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                     const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
+                                     const AttentionParams& params, Stream stream = {});
 
 }  // namespace ignis

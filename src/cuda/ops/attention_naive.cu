@@ -58,6 +58,9 @@ struct Args {
   A scale, softcap;
   bool causal;
   long long window_left, window_right;
+  // A KV cache: k/v hold seqlen_k (the capacity) rows per sequence, of which sequence b uses the
+  // first seqlens_k[b], read on the device so a captured decode step replays at any length.
+  const int* seqlens_k = nullptr;
 };
 
 template <class T, class A = typename AccOf<T>::type>
@@ -81,18 +84,21 @@ __global__ void __launch_bounds__(kThreads)
   const T* k_row0 = k + kv_offset;
   const T* v_row0 = v + kv_offset;
   T* out = o + q_offset;
-  A* out_lse = lse + (b * a.heads_q + h) * a.seqlen_q + i;
+  A* out_lse = lse ? lse + (b * a.heads_q + h) * a.seqlen_q + i : nullptr;
+  // A device length outside [0, capacity] is clamped rather than read out of bounds.
+  long long seqlen_k = a.seqlen_k;
+  if (a.seqlens_k) seqlen_k = min(max(static_cast<long long>(a.seqlens_k[b]), 0LL), a.seqlen_k);
 
   // Visible keys [first, last], around the bottom-right aligned diagonal.
-  const long long diag = i + a.seqlen_k - a.seqlen_q;
-  long long first = 0, last = a.seqlen_k - 1;
+  const long long diag = i + seqlen_k - a.seqlen_q;
+  long long first = 0, last = seqlen_k - 1;
   if (a.causal && diag < last) last = diag;
   if (a.window_right >= 0 && diag + a.window_right < last) last = diag + a.window_right;
   if (a.window_left >= 0 && diag - a.window_left > first) first = diag - a.window_left;
 
   if (first > last) {  // the same for the whole block, so returning early is safe
     for (long long d = threadIdx.x; d < D; d += kThreads) out[d] = static_cast<T>(0);
-    if (threadIdx.x == 0) *out_lse = -INFINITY;
+    if (threadIdx.x == 0 && out_lse) *out_lse = -INFINITY;
     return;
   }
 
@@ -149,12 +155,12 @@ __global__ void __launch_bounds__(kThreads)
     const long long d = threadIdx.x + r * kThreads;
     if (d < D) out[d] = static_cast<T>(acc[r] * inv);
   }
-  if (threadIdx.x == 0) *out_lse = row_max + log_of(denominator);
+  if (threadIdx.x == 0 && out_lse) *out_lse = row_max + log_of(denominator);
 }
 
 template <class T>
 void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-            const AttentionParams& params, Stream stream) {
+            const int* seqlens_k, const AttentionParams& params, Stream stream) {
   using A = typename AccOf<T>::type;
   const Args<A> args{q.size(1),
                      k.size(1),
@@ -165,22 +171,23 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
                      static_cast<A>(params.softcap),
                      params.causal,
                      params.window_left,
-                     params.window_right};
+                     params.window_right,
+                     seqlens_k};
   const long long rows = q.size(0) * q.size(1) * q.size(2);
   if (rows == 0) return;
   check_arg(rows <= INT_MAX, "attention_naive_forward", "batch * heads_q * seqlen_q", "<= 2147483647", rows);
   attention_naive_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, to_cuda(stream)>>>(
-      q.data_as<const T>(), k.data_as<const T>(), v.data_as<const T>(), o.data_as<T>(), lse.data_as<A>(), args);
+      q.data_as<const T>(), k.data_as<const T>(), v.data_as<const T>(), o.data_as<T>(), static_cast<A*>(lse.data()), args);
   IGNIS_CHECK_LAUNCH();
 }
 
 }  // namespace
 
 void attention_naive_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                             const AttentionParams& params, Stream stream) {
+                             const int* seqlens_k, const AttentionParams& params, Stream stream) {
   switch (q.dtype()) {
-    case DType::f32: return launch<float>(q, k, v, o, lse, params, stream);
-    case DType::f64: return launch<double>(q, k, v, o, lse, params, stream);
+    case DType::f32: return launch<float>(q, k, v, o, lse, seqlens_k, params, stream);
+    case DType::f64: return launch<double>(q, k, v, o, lse, seqlens_k, params, stream);
     default: fail_expected("attention_naive_forward", "q.dtype", "f32 or f64", q.dtype());
   }
 }

@@ -1,338 +1,543 @@
-// Sampling kernels: one thread block per row, every pass over the row spread across the block,
-// so rows of any length (256k tokens and more) and any k work without sorting the vocabulary.
-//  - top-k: radix select of the k-th largest order key (four 8-bit histogram passes in shared
-//    memory, warp-aggregated atomics), then an index-order block scan over the tokens equal to
-//    it keeps exactly the lowest-index ones still needed.
-//  - top-p: the same radix select with a histogram weighted by the fixed-point token weights of
-//    src/ops/sampling_rule.h, whose integer sums do not depend on the order of summation.
-//  - sample: an index-order block prefix sum of the kept weights finds the first token whose
-//    cumulative weight exceeds the drawn threshold.
-// The rule and its integer arithmetic are shared with the CPU path, so the ids agree exactly.
+// Sampling kernels that split each row across several blocks, so a few long rows still fill the
+// GPU, and that read the row two or three times instead of once per radix digit:
+//  1. scan: the argmax (largest key, lowest index) and, for top-k, a histogram of the top 11 bits
+//     of the order keys; the last block of the row to finish picks the bucket holding the k-th token.
+//  2. weigh (top-p): a histogram of the integer weights (and counts) per top bucket; the last block
+//     picks the bucket where the rank-order mass reaches the top-p target.
+//  3. compact: the tokens of that bucket (with top-k sampling: of every bucket from it up) are
+//     appended to a small per-row list; masks write every other token on the way. The last block
+//     selects the exact cut among the listed tokens by radix passes over the list alone and
+//     finishes the row: the listed mask entries, or the whole draw of a top-k sample.
+//  4. draw (sampling without top-k): per-block sums of the kept weights; the last block finds the
+//     block holding the drawn threshold and scans that slice alone in index order.
+// Tokens are ranked by the 64-bit composite (key << 32 | ~index), unique per token, so every cut is
+// "composite >= c" and every selection has one answer. The weights and their sums are the integers
+// of src/ops/sampling_rule.h, so the masks and ids equal the CPU path's exactly. A row whose list
+// would overflow its workspace is finished by one block with the one-block routines.
+#include <algorithm>
+
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
+#include "cuda/common/scratch.cuh"
 #include "cuda/ops/sampling.h"
+#include "cuda/ops/sampling_block.cuh"
 
 namespace ignis::cuda {
 namespace {
 
 namespace rule = ignis::sampling;
 using u64 = unsigned long long;
+using one_block::Cut;
+using one_block::Weigh;
 
-constexpr int kMaxThreads = 1024;
-constexpr int kRadixBits = 8;
-constexpr int kBins = 1 << kRadixBits;
-constexpr int kItems = 8;            // consecutive tokens per thread in index-order scans
-constexpr unsigned kNoBin = kBins;  // lanes with nothing to add to a histogram
+constexpr int kThreads = 256;
+constexpr int kUnroll = 8;        // loads a thread has in flight in a pass over its slice
+constexpr int kTopShift = 21;     // the top digit: sign, exponent and two mantissa bits of a key
+constexpr int kTopBins = 1 << (32 - kTopShift);
+constexpr int kSelBits = 8;       // digits of the radix passes over a list
+constexpr int kSelBins = 1 << kSelBits;
+constexpr int kMinSlice = 2048;   // tokens a block at least
+constexpr int kMaxListBytes = 8 << 20;
+constexpr unsigned kNoBin = 0xffffffffu;
 
-struct Shared {
-  u64 hist[kBins];
-  u64 scan[32];
-  std::uint64_t table[rule::kExpTableSize];
-  unsigned bin;
-  u64 need;
-  int found;
+enum class Mode : int { top_k, top_p, sample };
+enum Stage : int { kScan, kWeigh, kCompact, kDraw, kStages };
+
+// One row's results between kernels; zeroed before the first.
+struct RowState {
+  u64 best;  // largest composite: the argmax
+  u64 need;  // what the picked bucket must still supply (a count or a weight)
+  u64 cut;   // smallest kept composite; 0 keeps every token
+  unsigned arrived[kStages];
+  unsigned bin;     // the picked top bucket; kNoBin: nothing to cut (no finite logit)
+  unsigned listed;  // tokens appended to the list
+  int overflow;     // the list would not fit: one block finishes the row
 };
 
-struct MaxU64 {
-  __device__ __forceinline__ u64 operator()(u64 a, u64 b) const { return a > b ? a : b; }
+// A row's top-digit histograms, summed over its blocks (only when a row has several blocks).
+struct RowHist {
+  unsigned counts[kTopBins];
+  u64 weights[kTopBins];
 };
 
-// Survivors of a cut at (key, last): keys above `key`, and tokens equal to it up to index `last`.
-// Cut{} keeps every token.
-struct Cut {
-  bool on;
-  unsigned key;
-  int last;
-  __device__ bool keeps(int i, unsigned k) const { return !on || k > key || (k == key && i <= last); }
-};
-
-struct Weigh {
-  float max;
-  double scale;
+struct Job {
+  Mode mode;
+  int vocab;
+  int blocks;  // per row
+  int slice;   // tokens per block
+  int list_cap;
+  std::int64_t k;  // top-k (masks and sampling); 0: off
+  u64 p_fixed;
+  double scale;  // log2(e) / T
   int bits;
-  const std::uint64_t* table;
-  __device__ u64 operator()(float v) const {
-    return rule::weight_from_exponent(rule::weight_exponent(max, v, scale), table, bits);
-  }
+  rule::Plan plan;
+  RowState* rows;
+  RowHist* hists;
+  u64* lists;     // [rows, list_cap]
+  u64* partials;  // [rows, blocks]
+  std::uint64_t table[rule::kExpTableSize];
 };
 
-// Value functors see (index, value, order key) and return what a pass sums.
-struct CountAll {
-  __device__ u64 operator()(int, float, unsigned) const { return 1; }
-};
-struct CountEqual {
-  unsigned key;
-  __device__ u64 operator()(int, float, unsigned k) const { return k == key ? 1 : 0; }
-};
-// Weight of the tokens both cuts keep; with `one_key`, only of those whose key is `key`.
-struct KeptMass {
-  Weigh weigh;
-  Cut k_cut;
-  Cut p_cut;
-  bool one_key;
-  unsigned key;
-  __device__ u64 operator()(int i, float v, unsigned k) const {
-    if (!k_cut.keeps(i, k) || !p_cut.keeps(i, k) || (one_key && k != key)) return 0;
-    return weigh(v);
-  }
+struct PassShared {
+  unsigned counts[kTopBins];
+  u64 weights[kTopBins];
+  u64 sel_weight[kSelBins];
+  unsigned sel_count[kSelBins];
+  std::uint64_t table[rule::kExpTableSize];
+  u64 scratch[32];
+  u64 value;
+  u64 need;
+  unsigned bin;
+  int flag;
 };
 
-// Adds v to hist[bin] once per group of lanes with the same bin: heavy bins are the rule for
-// logits, so one atomic per lane would serialise. v < 2^64 is summed in three 21-bit parts so
-// that the 32-bit warp reductions cannot overflow.
-__device__ void add_to_histogram(u64* hist, unsigned bin, u64 v) {
-  const unsigned peers = __match_any_sync(kFullMask, bin);
-  if (bin == kNoBin) return;
-  const unsigned lo = __reduce_add_sync(peers, static_cast<unsigned>(v & 0x1fffff));
-  const unsigned mid = __reduce_add_sync(peers, static_cast<unsigned>((v >> 21) & 0x1fffff));
-  const unsigned hi = __reduce_add_sync(peers, static_cast<unsigned>(v >> 42));
-  if (static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1)
-    atomicAdd(&hist[bin], u64{lo} + (u64{mid} << 21) + (u64{hi} << 42));
+struct BitAnd {
+  __device__ u64 operator()(u64 a, u64 b) const { return a & b; }
+};
+struct BitOr {
+  __device__ u64 operator()(u64 a, u64 b) const { return a | b; }
+};
+
+__device__ __forceinline__ u64 composite(unsigned key, int i) {
+  return (u64{key} << 32) | (0xffffffffu - static_cast<unsigned>(i));
+}
+__device__ __forceinline__ int composite_index(u64 c) { return static_cast<int>(0xffffffffu - static_cast<unsigned>(c)); }
+// The float of a key (-0 comes back as +0, which weighs the same).
+__device__ __forceinline__ float key_value(unsigned key) {
+  return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
+__device__ __forceinline__ float composite_value(u64 c) { return key_value(static_cast<unsigned>(c >> 32)); }
+
+struct Slice {
+  int row, block, lo, hi;
+};
+
+__device__ Slice slice_of(const Job& job) {
+  const int row = blockIdx.x / job.blocks, block = blockIdx.x % job.blocks;
+  const int lo = block * job.slice;
+  return {row, block, lo, min(lo + job.slice, job.vocab)};
 }
 
-// Histogram over the next digit (at `shift`) of the tokens whose key matches `prefix` under `mask`.
-template <class T, class Value>
-__device__ void histogram_pass(Shared& s, const T* x, int n, Value value, unsigned prefix, unsigned mask, int shift) {
-  const int lane = threadIdx.x % 32;
-  for (int base = threadIdx.x - lane; base < n; base += blockDim.x) {  // warp-uniform trip count
-    const int i = base + lane;
-    unsigned bin = kNoBin;
-    u64 v = 0;
-    if (i < n) {
-      const float f = to_float(x[i]);
-      const unsigned key = rule::order_key(f);
-      if ((key & mask) == prefix) {
-        v = value(i, f, key);
-        if (v != 0) bin = (key >> shift) & (kBins - 1);
-      }
+// f(i, v, valid) for the tokens [lo, hi), called by every lane the same number of times (for the
+// warp-wide histogram and list updates); each warp loads kUnroll tokens a lane before using them.
+template <class T, class F>
+__device__ void for_slice(const T* x, int lo, int hi, F f) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int base = lo + warp * 32 * kUnroll; base < hi; base += warps * 32 * kUnroll) {
+    float v[kUnroll];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int i = base + j * 32 + lane;
+      v[j] = i < hi ? to_float(x[i]) : 0.0f;
     }
-    add_to_histogram(s.hist, bin, v);
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int i = base + j * 32 + lane;
+      f(i, v[j], i < hi);
+    }
   }
 }
 
-// Warp 0: the highest bin b with sum(hist[> b]) < need <= sum(hist[>= b]); stores b and the
-// part of `need` left for bin b.
-__device__ void pick_bin(Shared& s, u64 need) {
-  constexpr int kPerLane = kBins / 32;
-  const int lane = threadIdx.x;
-  const int top = kBins - 1 - lane * kPerLane;  // lane 0 holds the highest bins
+__device__ void count_bin(unsigned* counts, unsigned bin) {
+  const unsigned peers = __match_any_sync(kFullMask, bin);
+  if (bin != kNoBin && static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1) atomicAdd(&counts[bin], __popc(peers));
+}
+
+// Appends c to the list where `take`; warp-aggregated, one atomic per warp.
+__device__ void append(u64* list, unsigned* listed, int cap, bool take, u64 c) {
+  const unsigned ballot = __ballot_sync(kFullMask, take);
+  if (ballot == 0) return;
+  const int lane = threadIdx.x % 32, leader = __ffs(ballot) - 1;
+  unsigned base = 0;
+  if (lane == leader) base = atomicAdd(listed, static_cast<unsigned>(__popc(ballot)));
+  base = __shfl_sync(kFullMask, base, leader);
+  const unsigned pos = base + __popc(ballot & ((1u << lane) - 1));
+  if (take && pos < static_cast<unsigned>(cap)) list[pos] = c;
+}
+
+__device__ void load_table(PassShared& s, const Job& job) {
+  for (int j = threadIdx.x; j < rule::kExpTableSize; j += blockDim.x) s.table[j] = job.table[j];
+}
+
+// Every block of a row calls this after its partial results are out; true in the last one, which
+// then sees all of them.
+__device__ bool last_to_arrive(PassShared& s, unsigned* arrived, int blocks) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) s.flag = blocks == 1 || atomicAdd(arrived, 1u) == static_cast<unsigned>(blocks - 1);
+  __syncthreads();
+  const bool last = s.flag;
+  if (last) __threadfence();
+  return last;
+}
+
+// Scanning bins from the highest down: s.bin is the first at which the running sum of val(bin)
+// reaches need, s.need what is left of need for it. All threads must call; ends at a barrier.
+template <class Val>
+__device__ void pick_bin(PassShared& s, int bins, Val val, u64 need) {
+  const int per = (bins + blockDim.x - 1) / blockDim.x;
+  const int top = bins - 1 - static_cast<int>(threadIdx.x) * per;  // thread 0 holds the highest bins
   u64 sum = 0;
-  for (int j = 0; j < kPerLane; ++j) sum += s.hist[top - j];
-  u64 incl = sum;
-  for (int o = 1; o < 32; o <<= 1) {
-    const u64 t = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= o) incl += t;
+  for (int j = 0; j < per && top - j >= 0; ++j) sum += val(top - j);
+  if (threadIdx.x == 0) {  // need never exceeds the total; this only keeps the result in range
+    s.bin = 0;
+    s.need = 1;
   }
-  const unsigned reached = __ballot_sync(kFullMask, incl >= need);
-  const int owner = reached ? __ffs(reached) - 1 : 31;  // need never exceeds the total; 31 stays in range
-  if (lane == owner) {
-    u64 above = incl - sum;
-    int bin = top - (kPerLane - 1);
-    for (int j = 0; j < kPerLane; ++j) {
-      const u64 c = s.hist[top - j];
-      if (above + c >= need) {
-        bin = top - j;
+  u64 total;
+  const u64 incl = one_block::block_inclusive_scan(s.scratch, sum, total);
+  u64 run = incl - sum;
+  if (run < need && incl >= need) {
+    for (int j = 0; j < per && top - j >= 0; ++j) {
+      const u64 c = val(top - j);
+      if (run + c >= need) {
+        s.bin = static_cast<unsigned>(top - j);
+        s.need = need - run;
         break;
       }
-      above += c;
+      run += c;
     }
-    s.bin = static_cast<unsigned>(bin);
-    s.need = need > above ? need - above : 1;
+  }
+  __syncthreads();
+}
+
+// Among the listed tokens with weight(c) > 0, ranked by order(c) from the largest (orders are
+// distinct), the order of the first at which the running weight reaches need (need <= the total).
+// Radix passes over the bits in which those orders differ; stops once a digit leaves one token.
+template <class Order, class Weight>
+__device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, Weight weight, u64 need) {
+  u64 all = ~0ull, any = 0;
+  for (int j = threadIdx.x; j < m; j += blockDim.x) {
+    const u64 c = list[j];
+    if (weight(c) != 0) {
+      all &= order(c);
+      any |= order(c);
+    }
+  }
+  all = block_reduce(all, BitAnd{}, s.scratch);
+  any = block_reduce(any, BitOr{}, s.scratch);
+  if ((all ^ any) == 0) return any;
+  int top = 64 - __clzll(static_cast<long long>(all ^ any));  // bits [0, top) vary
+  u64 fixed = top == 64 ? 0 : ~((u64{1} << top) - 1);
+  u64 prefix = any & fixed;
+  for (;;) {
+    const int shift = top > kSelBits ? top - kSelBits : 0;
+    const u64 digit = (u64{1} << (top - shift)) - 1;
+    for (int b = threadIdx.x; b < kSelBins; b += blockDim.x) {
+      s.sel_weight[b] = 0;
+      s.sel_count[b] = 0;
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < m; j += blockDim.x) {
+      const u64 c = list[j];
+      const u64 w = weight(c);
+      const u64 o = order(c);
+      if (w != 0 && (o & fixed) == prefix) {
+        const unsigned b = static_cast<unsigned>((o >> shift) & digit);
+        atomicAdd(&s.sel_weight[b], w);
+        atomicAdd(&s.sel_count[b], 1u);
+      }
+    }
+    __syncthreads();
+    pick_bin(s, kSelBins, [&](int b) { return s.sel_weight[b]; }, need);
+    const unsigned bin = s.bin, count = s.sel_count[bin];
+    need = s.need;
+    prefix |= u64{bin} << shift;
+    fixed |= digit << shift;
+    top = shift;
+    __syncthreads();  // s is rewritten below or by the next pass
+    if (shift == 0) return prefix;
+    if (count == 1) {
+      for (int j = threadIdx.x; j < m; j += blockDim.x) {
+        const u64 c = list[j];
+        if (weight(c) != 0 && (order(c) & fixed) == prefix) s.value = order(c);
+      }
+      __syncthreads();
+      const u64 found = s.value;
+      __syncthreads();
+      return found;
+    }
   }
 }
 
-struct Selection {
-  unsigned key;  // the key of the token at which the running sum (in rank order) reaches `need`
-  u64 need;      // how much of it must still come from tokens with exactly that key
+struct ByRank {
+  __device__ u64 operator()(u64 c) const { return c; }
+};
+struct ByIndex {  // the lower index ranks first
+  __device__ u64 operator()(u64 c) const { return c & 0xffffffffu; }
+};
+struct One {
+  __device__ u64 operator()(u64) const { return 1; }
+};
+// The weight of a listed token at or above `cut`.
+struct ListedWeight {
+  Weigh weigh;
+  u64 cut;
+  __device__ u64 operator()(u64 c) const { return c >= cut ? weigh(composite_value(c)) : 0; }
+};
+// The weight of a token of a slice starting at `offset` at or above `cut` (one_block value functor).
+struct SliceWeight {
+  Weigh weigh;
+  u64 cut;
+  int offset;
+  __device__ u64 operator()(int i, float v, unsigned key) const {
+    return composite(key, i + offset) >= cut ? weigh(v) : 0;
+  }
 };
 
-// Radix select in rank order (larger key first) of the token where the sum of value() reaches need.
-template <class T, class Value>
-__device__ Selection radix_select(Shared& s, const T* x, int n, Value value, u64 need) {
-  unsigned prefix = 0, mask = 0;
-  for (int shift = 32 - kRadixBits; shift >= 0; shift -= kRadixBits) {
-    for (int b = threadIdx.x; b < kBins; b += blockDim.x) s.hist[b] = 0;
-    __syncthreads();
-    histogram_pass(s, x, n, value, prefix, mask, shift);
-    __syncthreads();
-    if (threadIdx.x < 32) pick_bin(s, need);
-    __syncthreads();
-    prefix |= s.bin << shift;
-    mask |= static_cast<unsigned>(kBins - 1) << shift;
-    need = s.need;
-    __syncthreads();
-  }
-  return {prefix, need};
-}
-
-// Inclusive prefix sum over the block in thread order; `total` receives the block's sum.
-__device__ u64 block_inclusive_scan(Shared& s, u64 v, u64& total) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  for (int o = 1; o < 32; o <<= 1) {
-    const u64 t = __shfl_up_sync(kFullMask, v, o);
-    if (lane >= o) v += t;
-  }
-  __syncthreads();  // s.scan may still be read by the previous scan
-  if (lane == 31) s.scan[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    u64 w = lane < warps ? s.scan[lane] : 0;
-    for (int o = 1; o < 32; o <<= 1) {
-      const u64 t = __shfl_up_sync(kFullMask, w, o);
-      if (lane >= o) w += t;
-    }
-    if (lane < warps) s.scan[lane] = w;
-  }
-  __syncthreads();
-  total = s.scan[warps - 1];
-  return v + (warp > 0 ? s.scan[warp - 1] : 0);
-}
-
-// The first index whose inclusive index-order sum of value() reaches need (n - 1 if none does).
-template <class T, class Value>
-__device__ int find_first_reaching(Shared& s, const T* x, int n, Value value, u64 need) {
-  if (threadIdx.x == 0) s.found = n - 1;
-  const int tile = blockDim.x * kItems;
-  u64 carry = 0;
-  for (int base = 0; base < n; base += tile) {
-    const int first = base + threadIdx.x * kItems;
-    u64 v[kItems];
-    u64 sum = 0;
-#pragma unroll
-    for (int j = 0; j < kItems; ++j) {
-      const int i = first + j;
-      v[j] = 0;
-      if (i < n) {
-        const float f = to_float(x[i]);
-        v[j] = value(i, f, rule::order_key(f));
-      }
-      sum += v[j];
-    }
-    u64 total;
-    const u64 incl = block_inclusive_scan(s, sum, total);
-    u64 before = carry + incl - sum;
-    if (before < need && before + sum >= need) {
-      for (int j = 0; j < kItems; ++j) {
-        before += v[j];
-        if (before >= need) {
-          s.found = first + j;
-          break;
-        }
-      }
-    }
-    carry += total;
-    if (carry >= need) break;  // carry is the same in every thread
-  }
-  __syncthreads();
-  const int found = s.found;
-  __syncthreads();  // the next call rewrites s.found
-  return found;
-}
-
-// Largest key, lowest index first among equals.
-template <class T>
-__device__ int row_argmax(Shared& s, const T* x, int n) {
-  u64 best = 0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const u64 packed = (u64{rule::order_key(to_float(x[i]))} << 32) | (0xffffffffu - static_cast<unsigned>(i));
-    best = best > packed ? best : packed;
-  }
-  best = block_reduce(best, MaxU64{}, s.scan);
-  return static_cast<int>(0xffffffffu - static_cast<unsigned>(best & 0xffffffffu));
-}
-
-template <class T>
-__device__ u64 kept_total(Shared& s, const T* x, int n, const KeptMass& mass) {
+template <class F>
+__device__ u64 list_sum(PassShared& s, const u64* list, int m, F weight) {
   u64 sum = 0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const float f = to_float(x[i]);
-    sum += mass(i, f, rule::order_key(f));
-  }
-  return block_reduce(sum, Sum{}, s.scan);
+  for (int j = threadIdx.x; j < m; j += blockDim.x) sum += weight(list[j]);
+  return block_reduce(sum, Sum{}, s.scratch);
 }
 
-__device__ void load_exp2_table(Shared& s) {
-  for (int j = threadIdx.x; j < rule::kExpTableSize; j += blockDim.x) s.table[j] = rule::exp2_table_entry(j);
+__device__ Weigh row_weigh(const PassShared& s, const Job& job, const RowState& st) {
+  return Weigh{key_value(static_cast<unsigned>(st.best >> 32)), job.scale, job.bits, s.table};
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) scan_kernel(const T* logits, int* ids, const __grid_constant__ Job job) {
+  __shared__ PassShared s;
+  const Slice sl = slice_of(job);
+  const T* x = logits + static_cast<long long>(sl.row) * job.vocab;
+  RowState& st = job.rows[sl.row];
+  const bool count = job.k > 0;
+  if (count)
+    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) s.counts[b] = 0;
   __syncthreads();
-}
-
-template <class T>
-__device__ Cut top_k_cut(Shared& s, const T* x, int n, int k) {
-  const Selection sel = radix_select(s, x, n, CountAll{}, static_cast<u64>(k));
-  return {true, sel.key, find_first_reaching(s, x, n, CountEqual{sel.key}, sel.need)};
-}
-
-// The shortest rank-order prefix of the k_cut survivors whose weight reaches the top-p target.
-template <class T>
-__device__ Cut top_p_cut(Shared& s, const T* x, int n, const Weigh& weigh, Cut k_cut, u64 total, u64 p_fixed) {
-  const u64 target = rule::top_p_target(total, p_fixed);
-  const Selection sel = radix_select(s, x, n, KeptMass{weigh, k_cut, Cut{}, false, 0}, target);
-  return {true, sel.key, find_first_reaching(s, x, n, KeptMass{weigh, k_cut, Cut{}, true, sel.key}, sel.need)};
-}
-
-// Every pass that reads the row has ended at a barrier, so y may alias x.
-template <class T>
-__device__ void write_mask(const T* x, T* y, int n, Cut cut) {
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const T v = x[i];
-    y[i] = cut.keeps(i, rule::order_key(to_float(v))) ? v : from_float<T>(-INFINITY);
+  u64 best = 0;
+  for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
+    const unsigned key = rule::order_key(v);
+    if (valid) best = best > composite(key, i) ? best : composite(key, i);
+    if (count) count_bin(s.counts, valid ? key >> kTopShift : kNoBin);
+  });
+  best = block_reduce(best, one_block::MaxU64{}, s.scratch);
+  if (threadIdx.x == 0) atomicMax(&st.best, best);
+  RowHist& hist = job.hists[job.blocks > 1 ? sl.row : 0];
+  if (count && job.blocks > 1) {
+    __syncthreads();
+    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x)
+      if (s.counts[b] != 0) atomicAdd(&hist.counts[b], s.counts[b]);
   }
-}
-
-template <class T>
-__global__ void __launch_bounds__(kMaxThreads) top_k_mask_kernel(const T* logits, T* out, int vocab, int k) {
-  __shared__ Shared s;
-  const long long row = static_cast<long long>(blockIdx.x) * vocab;
-  const Cut cut = top_k_cut(s, logits + row, vocab, k);
-  write_mask(logits + row, out + row, vocab, cut);
-}
-
-template <class T>
-__global__ void __launch_bounds__(kMaxThreads) top_p_mask_kernel(const T* logits, T* out, int vocab, u64 p_fixed,
-                                                                  int bits) {
-  __shared__ Shared s;
-  const long long row = static_cast<long long>(blockIdx.x) * vocab;
-  const T* x = logits + row;
-  load_exp2_table(s);
-  const Weigh weigh{to_float(x[row_argmax(s, x, vocab)]), rule::kLog2e, bits, s.table};
-  const u64 total = kept_total(s, x, vocab, KeptMass{weigh, Cut{}, Cut{}, false, 0});
-  const Cut cut = total > 0 ? top_p_cut(s, x, vocab, weigh, Cut{}, total, p_fixed) : Cut{};
-  write_mask(x, out + row, vocab, cut);
-}
-
-template <class T>
-__global__ void __launch_bounds__(kMaxThreads) sample_kernel(const T* logits, int* ids, int vocab, rule::Plan plan) {
-  __shared__ Shared s;
-  const T* x = logits + static_cast<long long>(blockIdx.x) * vocab;
-  const int best = row_argmax(s, x, vocab);
-  if (plan.greedy) {
-    if (threadIdx.x == 0) ids[blockIdx.x] = best;
+  if (!last_to_arrive(s, &st.arrived[kScan], job.blocks)) return;
+  if (job.plan.greedy && job.mode == Mode::sample) {
+    if (threadIdx.x == 0) ids[sl.row] = composite_index(st.best);
     return;
   }
-  load_exp2_table(s);
-  const Cut k_cut = plan.top_k > 0 ? top_k_cut(s, x, vocab, static_cast<int>(plan.top_k)) : Cut{};
-  const Weigh weigh{to_float(x[best]), plan.scale, plan.bits, s.table};
-  u64 total = kept_total(s, x, vocab, KeptMass{weigh, k_cut, Cut{}, false, 0});
-  Cut p_cut = Cut{};
-  if (plan.p_fixed < rule::kTopPOff && total > 0) {
-    p_cut = top_p_cut(s, x, vocab, weigh, k_cut, total, plan.p_fixed);
-    total = kept_total(s, x, vocab, KeptMass{weigh, k_cut, p_cut, false, 0});
+  if (!count) return;
+  const unsigned* counts = job.blocks > 1 ? hist.counts : s.counts;
+  pick_bin(s, kTopBins, [&](int b) { return u64{counts[b]}; }, static_cast<u64>(job.k));
+  if (threadIdx.x == 0) {
+    st.bin = s.bin;
+    st.need = s.need;
+    // A top-k sample lists every bucket from the picked one up: the k - need tokens above it too.
+    const u64 listed = counts[s.bin] + (job.mode == Mode::sample ? static_cast<u64>(job.k) - s.need : 0);
+    st.overflow = listed > static_cast<u64>(job.list_cap);
   }
-  int id = best;  // a row without a finite logit
-  if (total > 0) {
-    const u64 threshold = rule::draw_threshold(rule::random_bits(plan.seed, plan.step, blockIdx.x), total);
-    id = find_first_reaching(s, x, vocab, KeptMass{weigh, k_cut, p_cut, false, 0}, threshold + 1);
-  }
-  if (threadIdx.x == 0) ids[blockIdx.x] = id;
 }
 
-// A warp per 8 tokens up to 1024 threads: small rows do not pay for idle warps.
-int threads_for(long long vocab) {
-  int threads = 32;
-  while (threads < kMaxThreads && static_cast<long long>(threads) * kItems < vocab) threads *= 2;
-  return threads;
+// Top-p without top-k: weight (and count) histograms of the top digit.
+template <class T>
+__global__ void __launch_bounds__(kThreads) weigh_kernel(const T* logits, const __grid_constant__ Job job) {
+  __shared__ PassShared s;
+  const Slice sl = slice_of(job);
+  const T* x = logits + static_cast<long long>(sl.row) * job.vocab;
+  RowState& st = job.rows[sl.row];
+  load_table(s, job);
+  for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+    s.counts[b] = 0;
+    s.weights[b] = 0;
+  }
+  __syncthreads();
+  const Weigh weigh = row_weigh(s, job, st);
+  for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
+    const unsigned bin = valid ? rule::order_key(v) >> kTopShift : kNoBin;
+    const u64 w = valid ? weigh(v) : 0;
+    count_bin(s.counts, bin);
+    one_block::add_to_histogram(s.weights, w != 0 ? bin : kNoBin, w, kNoBin);
+  });
+  __syncthreads();
+  RowHist& hist = job.hists[job.blocks > 1 ? sl.row : 0];
+  if (job.blocks > 1)
+    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+      if (s.counts[b] != 0) atomicAdd(&hist.counts[b], s.counts[b]);
+      if (s.weights[b] != 0) atomicAdd(&hist.weights[b], s.weights[b]);
+    }
+  if (!last_to_arrive(s, &st.arrived[kWeigh], job.blocks)) return;
+  const unsigned* counts = job.blocks > 1 ? hist.counts : s.counts;
+  const u64* weights = job.blocks > 1 ? hist.weights : s.weights;
+  u64 total = 0;
+  for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) total += weights[b];
+  total = block_reduce(total, Sum{}, s.scratch);
+  if (total == 0) {  // no finite logit: nothing is cut
+    if (threadIdx.x == 0) st.bin = kNoBin;
+    return;
+  }
+  pick_bin(s, kTopBins, [&](int b) { return weights[b]; }, rule::top_p_target(total, job.p_fixed));
+  if (threadIdx.x == 0) {
+    st.bin = s.bin;
+    st.need = s.need;
+    st.overflow = counts[s.bin] > static_cast<unsigned>(job.list_cap);
+  }
 }
+
+// The last block's part of a top-k sample: every token of the top-k cut is in the list.
+__device__ int sample_from_list(PassShared& s, const Job& job, const RowState& st, const u64* list, int m, int row) {
+  const Weigh weigh = row_weigh(s, job, st);
+  u64 cut = list_select(s, list, m, ByRank{}, One{}, static_cast<u64>(job.k));
+  u64 total = list_sum(s, list, m, ListedWeight{weigh, cut});
+  if (job.p_fixed < rule::kTopPOff && total > 0) {
+    cut = list_select(s, list, m, ByRank{}, ListedWeight{weigh, cut}, rule::top_p_target(total, job.p_fixed));
+    total = list_sum(s, list, m, ListedWeight{weigh, cut});
+  }
+  if (total == 0) return composite_index(st.best);  // a row without a finite logit
+  const u64 threshold = rule::draw_threshold(rule::random_bits(job.plan.seed, job.plan.step, row), total);
+  const u64 first = list_select(s, list, m, ByIndex{}, ListedWeight{weigh, cut}, threshold + 1);
+  return static_cast<int>(0xffffffffu - static_cast<unsigned>(first));
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* out, int* ids,
+                                                           const __grid_constant__ Job job) {
+  __shared__ PassShared s;
+  __shared__ one_block::Shared alone;
+  const Slice sl = slice_of(job);
+  const long long offset = static_cast<long long>(sl.row) * job.vocab;
+  const T* x = logits + offset;
+  T* y = out != nullptr ? out + offset : nullptr;  // masks only; y may alias x
+  RowState& st = job.rows[sl.row];
+  const unsigned bin = st.bin;
+  const bool mask = job.mode != Mode::sample;
+  const bool from_bin_up = job.mode == Mode::sample && job.k > 0;
+  if (bin == kNoBin) {  // top-p of a row without a finite logit: unchanged
+    if (mask)
+      for (int i = sl.lo + threadIdx.x; i < sl.hi; i += blockDim.x) y[i] = x[i];
+    return;
+  }
+  const bool overflow = st.overflow;
+  u64* list = job.lists + static_cast<long long>(sl.row) * job.list_cap;
+  if (!overflow)
+    for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
+      const unsigned key = rule::order_key(v), b = key >> kTopShift;
+      const bool take = valid && (from_bin_up ? b >= bin : b == bin);
+      append(list, &st.listed, job.list_cap, take, composite(key, i));
+      if (mask && valid && !take) y[i] = b > bin ? from_float<T>(v) : from_float<T>(-INFINITY);
+    });
+  if (!last_to_arrive(s, &st.arrived[kCompact], job.blocks)) return;
+  load_table(s, job);
+  __syncthreads();
+  if (overflow) {  // nothing of the row was written: one block does it all
+    if (job.mode == Mode::top_k) {
+      one_block::top_k_row(alone, x, y, job.vocab, static_cast<int>(job.k));
+    } else if (job.mode == Mode::top_p) {
+      one_block::top_p_row(alone, x, y, job.vocab, job.p_fixed, job.bits, s.table);
+    } else if (from_bin_up) {
+      const int id = one_block::sample_row(alone, x, job.vocab, job.plan, static_cast<u64>(sl.row), s.table);
+      if (threadIdx.x == 0) ids[sl.row] = id;
+    } else {
+      one_block::copy_table(alone, s.table);
+      const Weigh weigh = row_weigh(s, job, st);
+      const u64 total = one_block::kept_total(alone, x, job.vocab, one_block::KeptMass{weigh, Cut{}, Cut{}, false, 0});
+      const Cut cut = one_block::top_p_cut(alone, x, job.vocab, weigh, Cut{}, total, job.p_fixed);
+      if (threadIdx.x == 0) st.cut = composite(cut.key, cut.last);
+    }
+    return;
+  }
+  const int m = min(static_cast<int>(st.listed), job.list_cap);
+  if (from_bin_up) {
+    const int id = sample_from_list(s, job, st, list, m, sl.row);
+    if (threadIdx.x == 0) ids[sl.row] = id;
+    return;
+  }
+  const Weigh weigh = row_weigh(s, job, st);
+  const u64 cut = job.mode == Mode::top_k ? list_select(s, list, m, ByRank{}, One{}, st.need)
+                                          : list_select(s, list, m, ByRank{}, ListedWeight{weigh, 0}, st.need);
+  if (mask) {
+    for (int j = threadIdx.x; j < m; j += blockDim.x) {
+      const u64 c = list[j];
+      const int i = composite_index(c);
+      y[i] = c >= cut ? x[i] : from_float<T>(-INFINITY);
+    }
+  } else if (threadIdx.x == 0) {
+    st.cut = cut;
+  }
+}
+
+// Sampling without top-k: per-block sums of the kept weights, then the slice holding the draw.
+template <class T>
+__global__ void __launch_bounds__(kThreads) draw_kernel(const T* logits, int* ids, const __grid_constant__ Job job) {
+  __shared__ PassShared s;
+  __shared__ one_block::Shared alone;
+  const Slice sl = slice_of(job);
+  const T* x = logits + static_cast<long long>(sl.row) * job.vocab;
+  RowState& st = job.rows[sl.row];
+  load_table(s, job);
+  __syncthreads();
+  const Weigh weigh = row_weigh(s, job, st);
+  const u64 cut = st.cut;
+  u64 sum = 0;
+  for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
+    if (valid && composite(rule::order_key(v), i) >= cut) sum += weigh(v);
+  });
+  sum = block_reduce(sum, Sum{}, s.scratch);
+  u64* partials = job.partials + static_cast<long long>(sl.row) * job.blocks;
+  if (threadIdx.x == 0) partials[sl.block] = sum;
+  if (!last_to_arrive(s, &st.arrived[kDraw], job.blocks)) return;
+  u64 total = 0;
+  for (int b = threadIdx.x; b < job.blocks; b += blockDim.x) total += partials[b];
+  total = block_reduce(total, Sum{}, s.scratch);
+  if (total == 0) {  // a row without a finite logit
+    if (threadIdx.x == 0) ids[sl.row] = composite_index(st.best);
+    return;
+  }
+  const u64 threshold = rule::draw_threshold(rule::random_bits(job.plan.seed, job.plan.step, sl.row), total);
+  // Bin b stands for block blocks - 1 - b, so that scanning bins downwards walks blocks upwards.
+  pick_bin(s, job.blocks, [&](int b) { return partials[job.blocks - 1 - b]; }, threshold + 1);
+  const int block = job.blocks - 1 - static_cast<int>(s.bin);
+  const u64 need = s.need;
+  const int lo = block * job.slice, n = min(lo + job.slice, job.vocab) - lo;
+  const int i = one_block::find_first_reaching(alone, x + lo, n, SliceWeight{weigh, cut, lo}, need);
+  if (threadIdx.x == 0) ids[sl.row] = lo + i;
+}
+
+// Blocks per row: about four blocks per SM over all rows, at least kMinSlice tokens a block.
+Job make_job(Mode mode, long long rows, long long vocab) {
+  Job job{};
+  job.mode = mode;
+  job.vocab = static_cast<int>(vocab);
+  const long long want = ceil_div(4LL * sm_count(), rows);
+  const long long most = ceil_div(vocab, kMinSlice);
+  const long long blocks = std::max(1LL, std::min(want, most));
+  job.slice = static_cast<int>((ceil_div(vocab, blocks) + kThreads - 1) / kThreads * kThreads);
+  job.blocks = static_cast<int>(ceil_div(vocab, job.slice));
+  const long long cap = std::min(16384LL, std::max(1024LL, kMaxListBytes / 8 / rows));
+  job.list_cap = static_cast<int>(std::min(vocab, cap));
+  job.scale = rule::kLog2e;
+  job.bits = rule::weight_bits(vocab);
+  std::copy_n(rule::exp2_table(), rule::kExpTableSize, job.table);
+  return job;
+}
+
+// Device workspace of one call; the row states (and histograms) start at zero.
+class Workspace {
+ public:
+  Workspace(Job& job, long long rows, Stream stream)
+      : state_bytes_(align_up(rows * sizeof(RowState))),
+        hist_bytes_(job.blocks > 1 ? align_up(rows * sizeof(RowHist)) : align_up(sizeof(RowHist))),
+        list_bytes_(align_up(rows * job.list_cap * sizeof(u64))),
+        scratch_(state_bytes_ + hist_bytes_ + list_bytes_ + align_up(rows * job.blocks * sizeof(u64)), stream) {
+    job.rows = scratch_.at<RowState>(0);
+    job.hists = scratch_.at<RowHist>(state_bytes_);
+    job.lists = scratch_.at<u64>(state_bytes_ + hist_bytes_);
+    job.partials = scratch_.at<u64>(state_bytes_ + hist_bytes_ + list_bytes_);
+    IGNIS_CUDA_CHECK(cudaMemsetAsync(job.rows, 0, state_bytes_ + (job.blocks > 1 ? hist_bytes_ : 0), to_cuda(stream)));
+  }
+
+ private:
+  std::size_t state_bytes_, hist_bytes_, list_bytes_;
+  Scratch scratch_;
+};
 
 void copy_async(const Tensor& src, const Tensor& dst, Stream stream) {
   if (src.data() == dst.data()) return;
@@ -344,8 +549,14 @@ void launch_top_k(const Tensor& logits, std::int64_t k, const Tensor& out, Strea
   const long long rows = logits.size(0), vocab = logits.size(1);
   if (rows == 0 || vocab == 0) return;
   if (k == 0) return copy_async(logits, out, stream);
-  top_k_mask_kernel<T><<<rows, threads_for(vocab), 0, to_cuda(stream)>>>(
-      logits.data_as<const T>(), out.data_as<T>(), static_cast<int>(vocab), static_cast<int>(k));
+  Job job = make_job(Mode::top_k, rows, vocab);
+  job.k = k;
+  Workspace ws(job, rows, stream);
+  const unsigned grid = static_cast<unsigned>(rows * job.blocks);
+  const T* x = logits.data_as<const T>();
+  scan_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, nullptr, job);
+  IGNIS_CHECK_LAUNCH();
+  compact_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, out.data_as<T>(), nullptr, job);
   IGNIS_CHECK_LAUNCH();
 }
 
@@ -354,8 +565,16 @@ void launch_top_p(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out
   const long long rows = logits.size(0), vocab = logits.size(1);
   if (rows == 0 || vocab == 0) return;
   if (p_fixed >= rule::kTopPOff) return copy_async(logits, out, stream);
-  top_p_mask_kernel<T><<<rows, threads_for(vocab), 0, to_cuda(stream)>>>(
-      logits.data_as<const T>(), out.data_as<T>(), static_cast<int>(vocab), p_fixed, rule::weight_bits(vocab));
+  Job job = make_job(Mode::top_p, rows, vocab);
+  job.p_fixed = p_fixed;
+  Workspace ws(job, rows, stream);
+  const unsigned grid = static_cast<unsigned>(rows * job.blocks);
+  const T* x = logits.data_as<const T>();
+  scan_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, nullptr, job);
+  IGNIS_CHECK_LAUNCH();
+  weigh_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
+  IGNIS_CHECK_LAUNCH();
+  compact_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, out.data_as<T>(), nullptr, job);
   IGNIS_CHECK_LAUNCH();
 }
 
@@ -363,8 +582,31 @@ template <class T>
 void launch_sample(const Tensor& logits, const rule::Plan& plan, const Tensor& ids, Stream stream) {
   const long long rows = logits.size(0), vocab = logits.size(1);
   if (rows == 0 || vocab == 0) return;
-  sample_kernel<T><<<rows, threads_for(vocab), 0, to_cuda(stream)>>>(logits.data_as<const T>(),
-                                                                     ids.data_as<int>(), static_cast<int>(vocab), plan);
+  Job job = make_job(Mode::sample, rows, vocab);
+  job.plan = plan;
+  job.k = plan.greedy ? 0 : plan.top_k;
+  job.p_fixed = plan.p_fixed;
+  job.scale = plan.scale;
+  job.bits = plan.bits;
+  Workspace ws(job, rows, stream);
+  const unsigned grid = static_cast<unsigned>(rows * job.blocks);
+  const T* x = logits.data_as<const T>();
+  int* out = ids.data_as<int>();
+  scan_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, out, job);
+  IGNIS_CHECK_LAUNCH();
+  if (plan.greedy) return;
+  if (job.k > 0) {  // everything after the scan happens on the list
+    compact_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, nullptr, out, job);
+    IGNIS_CHECK_LAUNCH();
+    return;
+  }
+  if (job.p_fixed < rule::kTopPOff) {
+    weigh_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
+    IGNIS_CHECK_LAUNCH();
+    compact_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, nullptr, out, job);
+    IGNIS_CHECK_LAUNCH();
+  }
+  draw_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, out, job);
   IGNIS_CHECK_LAUNCH();
 }
 

@@ -1,0 +1,137 @@
+#include "engine/cuda_linear.h"
+
+#include <map>
+#include <tuple>
+
+#include "ignis/error.h"
+
+#if IGNIS_WITH_CUDA
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.h"
+
+#define IGNIS_CUBLAS_CHECK(call)                                                                          \
+  do {                                                                                                    \
+    const cublasStatus_t ignis_status_ = (call);                                                          \
+    if (ignis_status_ != CUBLAS_STATUS_SUCCESS)                                                           \
+      throw ::ignis::Error(::ignis::detail::concat(#call, ": ", cublasLtGetStatusString(ignis_status_))); \
+  } while (0)
+#endif
+
+namespace ignis::engine {
+
+#if IGNIS_WITH_CUDA
+
+namespace {
+
+// 32 MiB, what cuBLASLt asks for on Hopper.
+constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+constexpr std::uintptr_t kAlignment = 256;
+
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+using PlanKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, DType>;  // out, in, m, dtype
+
+}  // namespace
+
+struct CublasLt::Impl {
+  cublasLtHandle_t handle = nullptr;
+  Tensor workspace;
+  std::map<PlanKey, std::unique_ptr<Plan>> plans;
+
+  // Column-major view of the row-major product: y^T [out, m] = W [out, in] (stored as a
+  // column-major [in, out], hence op T) times x^T [in, m].
+  const Plan& plan(std::int64_t out, std::int64_t in, std::int64_t m, DType dtype) {
+    std::unique_ptr<Plan>& slot = plans[PlanKey{out, in, m, dtype}];
+    if (slot) return *slot;
+    auto p = std::make_unique<Plan>();
+    const cudaDataType_t ab = dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    IGNIS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
+    IGNIS_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
+    IGNIS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)));
+    const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+    IGNIS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, ab, u(in), u(out), in));
+    IGNIS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, ab, u(in), u(m), in));
+    IGNIS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, u(out), u(m), out));
+    cublasLtMatmulPreference_t preference = nullptr;
+    IGNIS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+    const std::uint64_t workspace_bytes = kWorkspaceBytes;
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
+        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof(workspace_bytes));
+    if (status == CUBLAS_STATUS_SUCCESS)
+      status = cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->a, p->b, p->c, p->c, preference, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(preference);
+    IGNIS_CUBLAS_CHECK(status);
+    if (found == 0)
+      throw Error(detail::concat("CublasLt::linear: no cuBLASLt algorithm for [", m, ", ", in, "] x [", out, ", ", in,
+                                 "]^T in ", dtype));
+    p->algo = result.algo;
+    slot = std::move(p);
+    return *slot;
+  }
+};
+
+CublasLt::CublasLt(Device device) : impl_(std::make_unique<Impl>()) {
+  check_arg(device.is_cuda(), "CublasLt", "device", "cuda", device);
+  IGNIS_CUDA_CHECK(cudaSetDevice(device.index));
+  IGNIS_CUBLAS_CHECK(cublasLtCreate(&impl_->handle));
+  impl_->workspace = Tensor::empty({static_cast<std::int64_t>(kWorkspaceBytes)}, DType::u8, device);
+}
+
+CublasLt::~CublasLt() {
+  impl_->plans.clear();
+  if (impl_->handle) cublasLtDestroy(impl_->handle);
+}
+
+void CublasLt::linear(const Tensor& w, const void* x, float* y, std::int64_t m, float beta, Stream stream) {
+  constexpr const char* where = "CublasLt::linear";
+  check_dim(w, 2, where, "w");
+  check_contiguous(w, where, "w");
+  check_arg(w.dtype() == DType::f32 || w.dtype() == DType::bf16, where, "w.dtype", "f32 or bf16", w.dtype());
+  check_arg(m > 0, where, "m", "> 0", m);
+  for (const auto& [p, name] : {std::pair{x, "x"}, std::pair{static_cast<const void*>(y), "y"}})
+    check_arg(reinterpret_cast<std::uintptr_t>(p) % kAlignment == 0, where, name, "a 256-byte aligned pointer",
+              reinterpret_cast<std::uintptr_t>(p) % kAlignment);
+  const Plan& p = impl_->plan(w.size(0), w.size(1), m, w.dtype());
+  const float alpha = 1.0f;
+  IGNIS_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.desc, &alpha, w.data(), p.a, x, p.b, &beta, y, p.c, y, p.c,
+                                    &p.algo, impl_->workspace.data(), kWorkspaceBytes,
+                                    static_cast<cudaStream_t>(stream.handle)));
+}
+
+#else
+
+struct CublasLt::Impl {};
+
+CublasLt::CublasLt(Device device) {
+  fail_expected("CublasLt", "device", "cpu (ignis was built without CUDA)", device);
+}
+
+CublasLt::~CublasLt() = default;
+
+void CublasLt::linear(const Tensor&, const void*, float*, std::int64_t, float, Stream) {
+  throw Error("CublasLt::linear: ignis was built without CUDA");
+}
+
+#endif
+
+}  // namespace ignis::engine
