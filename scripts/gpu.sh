@@ -55,6 +55,8 @@ if has sanitize; then
     start=$(date +%s); errors=0; timeouts=""; ran=0
     : > "$logs/sanitizer-$tool.log"
     for suite in $suites; do
+      # Whole-model suites (the real SmolLM2 through the engine) are minutes under a sanitizer.
+      [[ "$suite" =~ ${IGNIS_SANITIZER_SKIP:-SmolLM2} ]] && continue
       IGNIS_TEST_LIGHT=1 timeout "$suite_limit" compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" \
           --gtest_filter="$suite.*cuda*:$suite.*Cuda*:$suite.*CUDA*" --gtest_brief=1 >> "$logs/sanitizer-$tool.log" 2>&1
       status=$?
