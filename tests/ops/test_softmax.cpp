@@ -65,6 +65,8 @@ TEST_P(SoftmaxOp, ForwardLongRows) {
   // fully masked row 0.
   check_forward(impl, 3, 32000, 1.0, 7, 2002);
   check_forward(impl, 3, 128256, 1.0, 7, 2003);
+  // Rows too long for a 16-block cluster's shared memory take the streaming (two-read) kernel.
+  if (!test::light_run()) check_forward(impl, 2, 2097152, 2.0, 0, 2004);
 }
 
 void check_backward(const Impl& impl, std::int64_t rows, std::int64_t cols, std::uint64_t salt) {
@@ -89,13 +91,14 @@ TEST_P(SoftmaxOp, BackwardOddShapes) {
     for (std::int64_t cols : test::kOddSizes) check_backward(impl, rows, cols, ++salt);
 }
 
-// 16-byte packs in one block (64, 4096), a cluster of blocks (32000, 128256), and the streaming
-// kernel past what a cluster holds (262144).
+// Rows cached in one block (64, 4096) or across a cluster of blocks (32000 up to 262144), and the
+// streaming kernel past what a cluster holds (2097152).
 TEST_P(SoftmaxOp, BackwardLongRows) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, softmax_supported(impl.device, impl.dtype));
   std::uint64_t salt = 3100;
   for (std::int64_t cols : {64, 4096, 32000, 128256, 262144}) check_backward(impl, 2, cols, ++salt);
+  if (!test::light_run()) check_backward(impl, 1, 2097152, ++salt);  // the streaming kernel
 }
 
 TEST_P(SoftmaxOp, RejectsBadArguments) {
