@@ -271,7 +271,8 @@ TEST_P(FlashAttentionOp, MasksWithUnequalLengths) {
   std::uint64_t salt = 1300;
   for (const Mask& m : masks) {
     const AttentionParams params{.causal = m.causal, .window_left = m.left, .window_right = m.right};
-    run_case(impl, shaped(1, 2, 2, m.seqlen_q, m.seqlen_k, salt % 2 == 0 ? 64 : 128, params), ++salt);
+    ++salt;
+    run_case(impl, shaped(1, 2, 2, m.seqlen_q, m.seqlen_k, salt % 2 == 0 ? 64 : 128, params), salt);
   }
 }
 
