@@ -22,6 +22,17 @@ double scale_or_default(std::optional<double> softmax_scale, const Array& q) {
   return softmax_scale.value_or(head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0);
 }
 
+AttentionParams params_of(const Array& q, bool causal, std::optional<double> softmax_scale,
+                          std::pair<std::int64_t, std::int64_t> window, double softcap) {
+  AttentionParams params;
+  params.scale = scale_or_default(softmax_scale, q);
+  params.causal = causal;
+  params.window_left = window.first;
+  params.window_right = window.second;
+  params.softcap = softcap;
+  return params;
+}
+
 nb::tuple attention_naive(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
                           std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window,
                           double softcap, OptStream stream) {
@@ -31,12 +42,7 @@ nb::tuple attention_naive(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, 
   const Array o = empty_like(q, qt.shape(), qt.dtype(), op, "q.dtype");
   const Array lse = empty_like(q, {extent(qt, 0), extent(qt, 2), extent(qt, 1)}, attention_lse_dtype(qt.dtype()),
                                op, "lse");
-  AttentionParams params;
-  params.scale = scale_or_default(softmax_scale, q);
-  params.causal = causal;
-  params.window_left = window.first;
-  params.window_right = window.second;
-  params.softcap = softcap;
+  const AttentionParams params = params_of(q, causal, softmax_scale, window, softcap);
   run_op(q, stream,
          [&](Stream s) { attention_naive_forward(qt, k.tensor, v.tensor, o.tensor, lse.tensor, params, s); });
   return nb::make_tuple(o.object, lse.object);
@@ -53,12 +59,7 @@ nb::object attention(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool 
   const Array o = empty_like(q, qt.shape(), qt.dtype(), op, "q.dtype");
   const Array lse = empty_like(q, {extent(qt, 0), extent(qt, 2), extent(qt, 1)}, attention_lse_dtype(qt.dtype()),
                                op, "lse");
-  AttentionParams params;
-  params.scale = scale_or_default(softmax_scale, q);
-  params.causal = causal;
-  params.window_left = window.first;
-  params.window_right = window.second;
-  params.softcap = softcap;
+  const AttentionParams params = params_of(q, causal, softmax_scale, window, softcap);
   const bool flash = flash_attention_supported(qt.device(), qt.dtype());
   run_op(q, stream, [&](Stream s) {
     if (flash)

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "ignis/ops.h"
+#include "ops/attention_check.h"
 
 #if IGNIS_WITH_CUDA
 #include "cuda/ops/flash_attention.h"
@@ -67,16 +68,7 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
   check_arg(flash_attention_supported(q.device(), q.dtype()), kWhere, "q.dtype", "bf16 or f16", q.dtype());
   for (auto [t, name] : {std::pair{&q, "q"}, std::pair{&k, "k"}, std::pair{&v, "v"}, std::pair{&o, "o"}})
     check_aligned(*t, name);
-  check_arg(std::isfinite(p.scale), kWhere, "params.scale", "finite", p.scale);
-  check_arg(std::isfinite(p.softcap) && p.softcap >= 0.0, kWhere, "params.softcap", "finite and >= 0", p.softcap);
-  check_arg(p.window_left >= -1, kWhere, "params.window_left", ">= -1", p.window_left);
-  check_arg(p.window_right >= -1, kWhere, "params.window_right", ">= -1", p.window_right);
-}
-
-[[maybe_unused]] AttentionParams resolved(const AttentionParams& params, std::int64_t head_dim) {
-  AttentionParams r = params;
-  if (r.scale == 0.0) r.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  return r;
+  check_attention_params(p, kWhere);
 }
 
 }  // namespace
@@ -85,7 +77,7 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
                              const AttentionParams& params, Stream stream) {
   check_inputs(q, k, v, o, lse, params);
 #if IGNIS_WITH_CUDA
-  cuda::flash_attention_forward(q, k, v, o, lse, nullptr, resolved(params, q.size(3)), stream);
+  cuda::flash_attention_forward(q, k, v, o, lse, nullptr, resolved_attention_params(params, q.size(3)), stream);
 #else
   (void)stream;
 #endif
@@ -98,7 +90,7 @@ void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, con
   check_tensor(seqlens_k, q, {q.size(0)}, DType::i32, "seqlens_k");
 #if IGNIS_WITH_CUDA
   cuda::flash_attention_forward(q, k_cache, v_cache, o, lse, seqlens_k.data_as<const int>(),
-                                resolved(params, q.size(3)), stream);
+                                resolved_attention_params(params, q.size(3)), stream);
 #else
   (void)stream;
 #endif
