@@ -10,6 +10,7 @@
 #include "ignis/ops/cast.h"
 #include "ignis/ops/cross_entropy.h"
 #include "ignis/ops/embedding.h"
+#include "ignis/ops/flash_attention.h"
 #include "ignis/ops/gemm.h"
 #include "ignis/ops/kv_cache.h"
 #include "ignis/ops/norm.h"
