@@ -8,7 +8,8 @@
 //
 // Inside a block, kLanes lanes share one key: each holds 16-byte slices of the query heads in
 // registers and of the key row being read, and the q.k dot products are finished by shuffles.
-// Each thread issues kUnroll keys' loads before using any, for memory parallelism. Scores go to
+// Each thread issues kUnroll keys' loads before using any, for memory parallelism, and the first
+// V rows are loaded with the first K rows. Scores go to
 // shared memory in the log2 domain (exp2 is one instruction), one warp per query head turns them
 // into weights, then the same lanes read V rows and accumulate weight * v in registers, summed
 // across the keys of a warp by shuffles and across warps through shared memory.
@@ -28,7 +29,7 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMinChunk = 16;
 constexpr int kMaxChunk = 512;
-constexpr int kUnroll = 8;
+constexpr int kUnroll = 4;
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct DecodeArgs {
@@ -68,8 +69,9 @@ __device__ __forceinline__ Pack<T, V> zero_pack() {
 
 // kSlices: 16-byte slices of a row rounded up to a power of two (>= 4); kGroup: query heads a
 // block holds in registers.
+// The register cap keeps 4 (group 4) or 3 (group 8) blocks resident per SM.
 template <class T, int kSlices, int kGroup>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kGroup <= 4 ? 4 : 3)
     decode_split_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                         float* __restrict__ part_o, float2* __restrict__ part_ml, DecodeArgs a) {
   constexpr int kVec = 16 / sizeof(T);
@@ -136,6 +138,11 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
 
+  // The first V rows do not depend on the scores: loading them now overlaps their latency with the
+  // K pass (a chunk of at most kKeysPerPass * kUnroll keys then waits for memory once).
+  P v_first[kUnroll][kPerLane];
+  load_rows(v0, lo, v_first);
+
   float* scores = smem;  // [kGroup][kMaxChunk], indexed by key - c0
   for (long long base = lo; base < hi; base += kKeysPerPass * kUnroll) {
     P raw[kUnroll][kPerLane];
@@ -195,7 +202,14 @@ __global__ void __launch_bounds__(kThreads)
 
   for (long long base = lo; base < hi; base += kKeysPerPass * kUnroll) {
     P raw[kUnroll][kPerLane];
-    load_rows(v0, base, raw);
+    if (base == lo) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+        for (int s = 0; s < kPerLane; ++s) raw[u][s] = v_first[u][s];
+    } else {
+      load_rows(v0, base, raw);
+    }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const long long key = base + u * kKeysPerPass + key_in_pass;
