@@ -6,6 +6,7 @@
 // tests can ask instead of catching. Outputs are (non-owning) tensors that the op writes into.
 #include "ignis/ops/activation.h"
 #include "ignis/ops/attention.h"
+#include "ignis/ops/attention_decode.h"
 #include "ignis/ops/attention_scores.h"
 #include "ignis/ops/cast.h"
 #include "ignis/ops/cross_entropy.h"

@@ -12,6 +12,7 @@
 namespace ignis::python {
 void bind_activation(nb::module_& m);
 void bind_attention(nb::module_& m);
+void bind_attention_decode(nb::module_& m);
 void bind_cast(nb::module_& m);
 void bind_cross_entropy(nb::module_& m);
 void bind_embedding(nb::module_& m);
@@ -55,6 +56,7 @@ NB_MODULE(ignis, m) {
 
   bind_activation(m);
   bind_attention(m);
+  bind_attention_decode(m);
   bind_cast(m);
   bind_cross_entropy(m);
   bind_embedding(m);
