@@ -64,6 +64,13 @@ void check_disjoint(const Tensor& out, const Tensor& x, const char* where, const
             "an overlapping tensor");
 }
 
+// y: [n, out] contiguous on x's device, sharing no bytes with x.
+void check_output(const Tensor& y, const Tensor& x, std::int64_t out, const char* where, const char* name) {
+  check_matrix(y, x.device(), where, name);
+  check_shape(y, {x.size(0), out}, where, name);
+  check_disjoint(y, x, where, name);
+}
+
 #if IGNIS_WITH_CUDA
 cuda::MatvecCall make_call(const Tensor& x, const Tensor& w, const Tensor& y) {
   cuda::MatvecCall call;
@@ -89,10 +96,8 @@ void rmsnorm_matvec(const Tensor& x, const Tensor& norm_weight, const Tensor& w,
   check_dtype(x, DType::f32, where, "x");
   check_norm_weight(norm_weight, x, eps, where);
   check_weight(w, x, where, "w");
-  check_matrix(y, x.device(), where, "y");
-  check_shape(y, {x.size(0), w.size(0)}, where, "y");
+  check_output(y, x, w.size(0), where, "y");
   check_dtype(y, DType::f32, where, "y");
-  check_disjoint(y, x, where, "y");
 #if IGNIS_WITH_CUDA
   cuda::MatvecCall call = make_call(x, w, y);
   call.norm_weight = norm_weight.data_as<const float>();
@@ -106,10 +111,8 @@ void matvec_add(const Tensor& x, const Tensor& w, const Tensor& y, [[maybe_unuse
   check_input(x, where);
   check_arg(x.dtype() == DType::f32 || x.dtype() == DType::bf16, where, "x.dtype", "f32 or bf16", x.dtype());
   check_weight(w, x, where, "w");
-  check_matrix(y, x.device(), where, "y");
-  check_shape(y, {x.size(0), w.size(0)}, where, "y");
+  check_output(y, x, w.size(0), where, "y");
   check_dtype(y, DType::f32, where, "y");
-  check_disjoint(y, x, where, "y");
 #if IGNIS_WITH_CUDA
   cuda::MatvecCall call = make_call(x, w, y);
   call.accumulate = true;
@@ -127,10 +130,8 @@ void rmsnorm_swiglu_matvec(const Tensor& x, const Tensor& norm_weight, const Ten
   check_weight(w_up, x, where, "w_up");
   check_shape(w_up, w_gate.shape(), where, "w_up");
   check_dtype(w_up, w_gate.dtype(), where, "w_up");
-  check_matrix(h, x.device(), where, "h");
-  check_shape(h, {x.size(0), w_gate.size(0)}, where, "h");
+  check_output(h, x, w_gate.size(0), where, "h");
   check_arg(h.dtype() == DType::f32 || h.dtype() == DType::bf16, where, "h.dtype", "f32 or bf16", h.dtype());
-  check_disjoint(h, x, where, "h");
 #if IGNIS_WITH_CUDA
   cuda::MatvecCall call = make_call(x, w_gate, h);
   call.norm_weight = norm_weight.data_as<const float>();
