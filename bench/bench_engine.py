@@ -59,7 +59,7 @@ def run_ignis(binary, model, weights, prompt_len, new):
     m = re.search(r"TTFT ([0-9.]+) ms, TBT median ([0-9.]+) ms", text)
     if proc.returncode != 0 or m is None:
         raise RuntimeError(f"ignis bench failed (rc {proc.returncode}): {text[-400:]}")
-    attention = re.search(r", ([a-z0-9-]+) attention", text)
+    attention = re.search(r"on cuda, (.*) attention, [0-9]+ graph", text)
     return float(m.group(1)), float(m.group(2)), attention.group(1) if attention else "?"
 
 

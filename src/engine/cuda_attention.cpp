@@ -1,32 +1,48 @@
 #include "engine/cuda_attention.h"
 
+#include <string>
+
 #include "ignis/error.h"
 #include "ignis/ops/attention.h"
 #include "ignis/ops/attention_decode.h"
+#include "ignis/ops/flash_attention.h"
 
 namespace ignis::engine {
 namespace {
 
 class CudaAttention final : public AttentionBackend {
  public:
-  // Which kernels the last calls used: the decode kernel is known once a decode step has run.
-  const char* name() const override { return name_; }
+  // Which kernels the last calls used (the choice depends on the cache's dtype and head_dim).
+  const char* name() const override {
+    name_ = "cuda (prefill: " + std::string(prefill_) + ", decode: " + decode_ + ")";
+    return name_.c_str();
+  }
+
   void prefill(const AttentionBatch& batch, Stream stream) override {
     check_ready(batch, "CudaAttention::prefill");
-    attention_naive_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out, Tensor(),
-                                    params(batch), stream);
+    if (flash_attention_supported(batch.q.device(), batch.q.dtype()) &&
+        flash_attention_head_dim_supported(batch.q.size(3))) {
+      prefill_ = "flash";
+      flash_attention_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
+                                      Tensor(), params(batch), stream);
+    } else {
+      prefill_ = "naive";
+      attention_naive_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
+                                      Tensor(), params(batch), stream);
+    }
   }
+
   void decode(const AttentionBatch& batch, Stream stream) override {
     constexpr const char* kWhere = "CudaAttention::decode";
     check_arg(batch.q.dim() == 4 && batch.q.size(1) == 1, kWhere, "q.size(1) (n_new)", 1,
               batch.q.dim() == 4 ? batch.q.size(1) : -1);
     check_ready(batch, kWhere);
     if (attention_decode_supported(batch.q.device(), batch.q.dtype())) {
-      name_ = "cuda (prefill: naive, decode: split-k)";
+      decode_ = "split-k";
       attention_decode_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
                                params(batch), stream);
     } else {
-      name_ = "cuda (prefill: naive, decode: naive)";
+      decode_ = "naive";
       attention_naive_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
                                       Tensor(), params(batch), stream);
     }
@@ -45,7 +61,9 @@ class CudaAttention final : public AttentionBackend {
     return p;
   }
 
-  const char* name_ = "cuda (prefill: naive, decode: split-k where supported)";
+  const char* prefill_ = "not run yet";
+  const char* decode_ = "not run yet";
+  mutable std::string name_;
 };
 
 }  // namespace

@@ -55,7 +55,7 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const ModelOpti
 
 KvCache LlamaModel::make_cache(std::int64_t max_seq) const {
   return KvCache(config_.n_layers, max_seq > 0 ? max_seq : config_.context_length, config_.n_kv_heads,
-                 config_.head_dim, options_.device);
+                 config_.head_dim, options_.device, cuda_ ? cuda_->cache_dtype() : DType::f32);
 }
 
 void LlamaModel::ensure_scratch(std::int64_t n) {
