@@ -742,7 +742,8 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
                             long long dim, float eps, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
   const StagedPlan plan = plan_staged(dim, V);
-  if (plan.cluster == 0) return false;
+  // 192 KB of stages fit sm_90 (227 KB a block) but not every device that runs the compute_80 PTX.
+  if (plan.cluster == 0 || plan.smem + 1024 > device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) return false;
   BackwardKernel<T> kernel = nullptr;
   switch (plan.packs) {
     case 1: kernel = &backward_staged<kKind, T, 1>; break;
