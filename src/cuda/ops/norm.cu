@@ -694,18 +694,9 @@ long long resident_groups(Kernel kernel, const StagedPlan& plan, cudaStream_t s)
   cudaFuncAttributes built{};
   IGNIS_CUDA_CHECK(cudaFuncGetAttributes(&built, kernel));
   if (built.ptxVersion < 90) return 0;  // JIT-built from the compute_80 PTX: no clusters
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(plan.cluster));
-  config.blockDim = dim3(static_cast<unsigned>(plan.threads));
-  config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem);
-  config.stream = s;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = static_cast<unsigned>(plan.cluster);
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config =
+      rows_launch_config(RowPlan{plan.cluster, plan.threads, plan.smem}, 1, s, &attribute);
   int clusters = 0;
   if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky: the caller falls back to the looping kernel
