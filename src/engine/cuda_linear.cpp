@@ -45,7 +45,7 @@ struct Plan {
   }
 };
 
-using PlanKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, DType>;  // out, in, m, dtype
+using PlanKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, DType, bool>;  // out, in, m, dtype, bias
 
 }  // namespace
 
@@ -55,9 +55,10 @@ struct CublasLt::Impl {
   std::map<PlanKey, std::unique_ptr<Plan>> plans;
 
   // Column-major view of the row-major product: y^T [out, m] = W [out, in] (stored as a
-  // column-major [in, out], hence op T) times x^T [in, m].
-  const Plan& plan(std::int64_t out, std::int64_t in, std::int64_t m, DType dtype) {
-    std::unique_ptr<Plan>& slot = plans[PlanKey{out, in, m, dtype}];
+  // column-major [in, out], hence op T) times x^T [in, m]. The bias runs along y^T's rows, the
+  // vector cuBLASLt's bias epilogue broadcasts over columns; its pointer is set per call.
+  const Plan& plan(std::int64_t out, std::int64_t in, std::int64_t m, DType dtype, bool bias) {
+    std::unique_ptr<Plan>& slot = plans[PlanKey{out, in, m, dtype, bias}];
     if (slot) return *slot;
     auto p = std::make_unique<Plan>();
     const cudaDataType_t ab = dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
@@ -66,6 +67,14 @@ struct CublasLt::Impl {
     IGNIS_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
     IGNIS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)));
+    if (bias) {
+      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      const cudaDataType_t bias_type = CUDA_R_32F;
+      IGNIS_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+      IGNIS_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+    }
     const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
     IGNIS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, ab, u(in), u(out), in));
     IGNIS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, ab, u(in), u(m), in));
@@ -83,7 +92,7 @@ struct CublasLt::Impl {
     IGNIS_CUBLAS_CHECK(status);
     if (found == 0)
       throw Error(detail::concat("CublasLt::linear: no cuBLASLt algorithm for [", m, ", ", in, "] x [", out, ", ", in,
-                                 "]^T in ", dtype));
+                                 "]^T in ", dtype, bias ? " with a bias epilogue" : ""));
     p->algo = result.algo;
     slot = std::move(p);
     return *slot;
@@ -102,7 +111,8 @@ CublasLt::~CublasLt() {
   if (impl_->handle) cublasLtDestroy(impl_->handle);
 }
 
-void CublasLt::linear(const Tensor& w, const void* x, float* y, std::int64_t m, float beta, Stream stream) {
+void CublasLt::linear(const Tensor& w, const void* x, float* y, std::int64_t m, float beta, Stream stream,
+                      const Tensor* bias) {
   constexpr const char* where = "CublasLt::linear";
   check_dim(w, 2, where, "w");
   check_contiguous(w, where, "w");
@@ -111,7 +121,22 @@ void CublasLt::linear(const Tensor& w, const void* x, float* y, std::int64_t m, 
   for (const auto& [p, name] : {std::pair{x, "x"}, std::pair{static_cast<const void*>(y), "y"}})
     check_arg(reinterpret_cast<std::uintptr_t>(p) % kAlignment == 0, where, name, "a 256-byte aligned pointer",
               reinterpret_cast<std::uintptr_t>(p) % kAlignment);
-  const Plan& p = impl_->plan(w.size(0), w.size(1), m, w.dtype());
+  if (bias != nullptr) {
+    check_shape(*bias, {w.size(0)}, where, "bias");
+    check_dtype(*bias, DType::f32, where, "bias");
+    check_device(*bias, w.device(), where, "bias");
+    check_contiguous(*bias, where, "bias");
+    check_arg(reinterpret_cast<std::uintptr_t>(bias->data()) % kAlignment == 0, where, "bias",
+              "a 256-byte aligned pointer", reinterpret_cast<std::uintptr_t>(bias->data()) % kAlignment);
+  }
+  const Plan& p = impl_->plan(w.size(0), w.size(1), m, w.dtype(), bias != nullptr);
+  if (bias != nullptr) {
+    // Read when the matmul is enqueued, so one plan serves every layer's bias (and a captured
+    // graph keeps the pointer of its own call).
+    const void* pointer = bias->data();
+    IGNIS_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pointer, sizeof(pointer)));
+  }
   const float alpha = 1.0f;
   IGNIS_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.desc, &alpha, w.data(), p.a, x, p.b, &beta, y, p.c, y, p.c,
                                     &p.algo, impl_->workspace.data(), kWorkspaceBytes,
@@ -128,7 +153,7 @@ CublasLt::CublasLt(Device device) {
 
 CublasLt::~CublasLt() = default;
 
-void CublasLt::linear(const Tensor&, const void*, float*, std::int64_t, float, Stream) {
+void CublasLt::linear(const Tensor&, const void*, float*, std::int64_t, float, Stream, const Tensor*) {
   throw Error("CublasLt::linear: ignis was built without CUDA");
 }
 
