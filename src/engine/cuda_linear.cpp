@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "ignis/ops/position_embedding.h"
 
 #define IGNIS_CUBLAS_CHECK(call)                                                                          \
   do {                                                                                                    \
@@ -33,6 +34,7 @@ struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  bool fused_bias = false;  // the bias rides in the epilogue
 
   Plan() = default;
   Plan(const Plan&) = delete;
@@ -60,7 +62,19 @@ struct CublasLt::Impl {
   const Plan& plan(std::int64_t out, std::int64_t in, std::int64_t m, DType dtype, bool bias) {
     std::unique_ptr<Plan>& slot = plans[PlanKey{out, in, m, dtype, bias}];
     if (slot) return *slot;
+    // Should no algorithm take the bias epilogue for this shape, the bias is added by a kernel.
+    if (bias) slot = make_plan(out, in, m, dtype, true);
+    if (!slot) slot = make_plan(out, in, m, dtype, false);
+    if (!slot)
+      throw Error(detail::concat("CublasLt::linear: no cuBLASLt algorithm for [", m, ", ", in, "] x [", out, ", ", in,
+                                 "]^T in ", dtype));
+    return *slot;
+  }
+
+  // Null when the heuristic offers no algorithm (or, for the bias epilogue, rejects it).
+  std::unique_ptr<Plan> make_plan(std::int64_t out, std::int64_t in, std::int64_t m, DType dtype, bool bias) {
     auto p = std::make_unique<Plan>();
+    p->fused_bias = bias;
     const cudaDataType_t ab = dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
     IGNIS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
@@ -89,13 +103,11 @@ struct CublasLt::Impl {
     if (status == CUBLAS_STATUS_SUCCESS)
       status = cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->a, p->b, p->c, p->c, preference, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(preference);
+    if (bias && status == CUBLAS_STATUS_NOT_SUPPORTED) return nullptr;
     IGNIS_CUBLAS_CHECK(status);
-    if (found == 0)
-      throw Error(detail::concat("CublasLt::linear: no cuBLASLt algorithm for [", m, ", ", in, "] x [", out, ", ", in,
-                                 "]^T in ", dtype, bias ? " with a bias epilogue" : ""));
+    if (found == 0) return nullptr;
     p->algo = result.algo;
-    slot = std::move(p);
-    return *slot;
+    return p;
   }
 };
 
@@ -130,7 +142,7 @@ void CublasLt::linear(const Tensor& w, const void* x, float* y, std::int64_t m, 
               "a 256-byte aligned pointer", reinterpret_cast<std::uintptr_t>(bias->data()) % kAlignment);
   }
   const Plan& p = impl_->plan(w.size(0), w.size(1), m, w.dtype(), bias != nullptr);
-  if (bias != nullptr) {
+  if (p.fused_bias) {
     // Read when the matmul is enqueued, so one plan serves every layer's bias (and a captured
     // graph keeps the pointer of its own call).
     const void* pointer = bias->data();
@@ -141,6 +153,10 @@ void CublasLt::linear(const Tensor& w, const void* x, float* y, std::int64_t m, 
   IGNIS_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.desc, &alpha, w.data(), p.a, x, p.b, &beta, y, p.c, y, p.c,
                                     &p.algo, impl_->workspace.data(), kWorkspaceBytes,
                                     static_cast<cudaStream_t>(stream.handle)));
+  // Every row of y is its own sequence at position 0 of a one-row table: y[r] += bias.
+  if (bias != nullptr && !p.fused_bias)
+    position_embedding_add(Tensor::view(y, DType::f32, w.device(), {m, 1, w.size(0)}), bias->reshape({1, w.size(0)}),
+                           0, std::nullopt, stream);
 }
 
 #else

@@ -1,7 +1,9 @@
 #pragma once
 // Linear layers on CUDA through cuBLASLt: y = x @ W^T (+ bias), optionally accumulated into y
 // (beta = 1 turns the output projections into their residual adds). A bias rides in the matmul's
-// epilogue (CUBLASLT_EPILOGUE_BIAS): no separate kernel and no extra pass over y. f32 weights take f32 activations and
+// epilogue (CUBLASLT_EPILOGUE_BIAS): no separate kernel and no extra pass over y; for a shape no
+// algorithm takes it with, a kernel adds the bias after the product (position_embedding_add with
+// the bias as a one-row table). f32 weights take f32 activations and
 // compute in plain fp32 (CUBLAS_COMPUTE_32F: no TF32), the correctness mode; bf16 weights take
 // bf16 activations and accumulate in fp32 into f32 outputs, the fast mode.
 //
