@@ -47,9 +47,8 @@ void position_embedding_add(const Tensor& x, const Tensor& table, std::int64_t p
     for (std::int64_t b = 0; b < batch && batch_offsets; ++b) {
       std::int64_t& start = starts[static_cast<std::size_t>(b)];
       start += batch_offsets->data_as<const std::int32_t>()[b];
-      check_arg(start >= 0 && start + seqlen <= positions, where, "positions of sequence " + std::to_string(b),
-                "inside [0, " + std::to_string(positions) + ")",
-                "[" + std::to_string(start) + ", " + std::to_string(start + seqlen) + ")");
+      check_arg(start >= 0 && start + seqlen <= positions, where, detail::concat("positions of sequence ", b),
+                detail::concat("inside [0, ", positions, ")"), detail::concat("[", start, ", ", start + seqlen, ")"));
     }
     cpu::position_embedding_add_f32(x.data_as<float>(), table.data_as<const float>(), starts.data(), batch, seqlen,
                                     dim);
