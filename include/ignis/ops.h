@@ -16,6 +16,7 @@
 #include "ignis/ops/gemm.h"
 #include "ignis/ops/kv_cache.h"
 #include "ignis/ops/norm.h"
+#include "ignis/ops/position_embedding.h"
 #include "ignis/ops/rope.h"
 #include "ignis/ops/rope_append.h"
 #include "ignis/ops/sampling.h"

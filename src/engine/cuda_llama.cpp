@@ -12,6 +12,7 @@
 
 #include "core/cuda_check.h"
 #include "engine/cuda_attention.h"
+#include "engine/cuda_graph_step.h"
 #include "engine/cuda_linear.h"
 #include "ignis/ops/activation.h"
 #include "ignis/ops/cast.h"
@@ -84,7 +85,7 @@ class CudaLlama final : public CudaForward {
             float rope_factor, const CudaForwardOptions& options)
       : c_(config),
         device_(options.device),
-        graphs_enabled_(options.graphs),
+        step_(options.graphs),
         style_(rope_style(weights.qk_order)),
         rope_factor_(rope_factor) {
     check_arg(device_.is_cuda(), kWhere, "device", "cuda", device_);
@@ -124,14 +125,14 @@ class CudaLlama final : public CudaForward {
   ~CudaLlama() override {
     // Destructors must not throw: failures here leak at worst.
     cudaStreamSynchronize(stream_);
-    drop_graph();
+    step_.drop();
     if (pinned_id_) cudaFreeHost(pinned_id_);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
   const AttentionBackend& attention() const override { return *attention_; }
   DType cache_dtype() const override { return linear_dtype_; }
-  std::int64_t graph_replays() const override { return replays_; }
+  std::int64_t graph_replays() const override { return step_.replays(); }
 
   std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) override {
     const auto n = static_cast<std::int64_t>(tokens.size());
@@ -166,7 +167,7 @@ class CudaLlama final : public CudaForward {
   // graph capture. Reallocating moves buffers a captured graph points at, so it drops the graph.
   void ensure_buffers(std::int64_t n, std::int64_t logit_rows) {
     if (n > tokens_cap_) {
-      drop_graph();
+      step_.drop();
       tokens_cap_ = n;
       const auto f32 = [&](std::int64_t width) { return Tensor::empty({n, width}, DType::f32, device_); };
       ids_ = Tensor::empty({n}, DType::i32, device_);
@@ -183,7 +184,7 @@ class CudaLlama final : public CudaForward {
         linear_in_ = Tensor::empty({n, std::max({c_.dim, c_.q_dim(), c_.ffn_dim})}, DType::bf16, device_);
     }
     if (logit_rows > logit_rows_cap_) {
-      drop_graph();
+      step_.drop();
       logit_rows_cap_ = logit_rows;
       logits_ = Tensor::empty({logit_rows, c_.vocab_size}, DType::f32, device_);
     }
@@ -287,85 +288,15 @@ class CudaLlama final : public CudaForward {
     if (!(n == 1 && tokens[0] == device_token_))
       IGNIS_CUDA_CHECK(cudaMemcpyAsync(ids_.data(), tokens.data(), tokens.size_bytes(), cudaMemcpyHostToDevice, stream_));
     device_token_ = tokens[0];
-    if (n == 1 && graphs_enabled_ && !graph_failed_)
-      decode_step(cache);
+    if (n == 1 && step_.active())
+      step_.run(cache, stream(), [&] { launch_forward(1, cache, 1); });
     else
       launch_forward(n, cache, logit_rows);
   }
 
-  // What a captured step points at: the cache's buffers and its capacity.
-  static std::vector<const void*> cache_key(const KvCache& cache) {
-    std::vector<const void*> key;
-    for (std::int64_t l = 0; l < cache.n_layers(); ++l) {
-      key.push_back(cache.k(l).data());
-      key.push_back(cache.v(l).data());
-    }
-    key.push_back(cache.device_length(0).data());
-    key.push_back(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(cache.max_seq())));
-    return key;
-  }
-
-  void decode_step(KvCache& cache) {
-    const std::vector<const void*> key = cache_key(cache);
-    if (graph_ == nullptr || key != graph_key_) {
-      // The first step on a cache launches plainly: it also builds the cuBLASLt plans and
-      // caches every launcher's device queries, so nothing but kernels is left for the capture.
-      if (key != warm_key_) {
-        launch_forward(1, cache, 1);
-        warm_key_ = key;
-        return;
-      }
-      if (!capture(cache, key)) return launch_forward(1, cache, 1);
-    }
-    IGNIS_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
-    ++replays_;
-  }
-
-  bool capture(KvCache& cache, const std::vector<const void*>& key) {
-    drop_graph();
-    std::string why;
-    cudaGraph_t graph = nullptr;
-    cudaError_t status = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed);
-    if (status != cudaSuccess) {
-      why = cudaGetErrorString(status);
-    } else {
-      try {
-        launch_forward(1, cache, 1);
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-      status = cudaStreamEndCapture(stream_, &graph);
-      if (why.empty() && status != cudaSuccess) why = cudaGetErrorString(status);
-      if (why.empty()) {
-        status = cudaGraphInstantiate(&graph_, graph, 0);
-        if (status != cudaSuccess) {
-          why = cudaGetErrorString(status);
-          graph_ = nullptr;
-        }
-      }
-      if (graph != nullptr) cudaGraphDestroy(graph);
-    }
-    if (!why.empty()) {
-      cudaGetLastError();  // a failed capture leaves its error behind; the plain launches that follow must not see it
-      std::fprintf(stderr, "ignis: CUDA graph capture of the decode step failed (%s); decoding with plain launches\n",
-                   why.c_str());
-      graph_failed_ = true;
-      return false;
-    }
-    graph_key_ = key;
-    return true;
-  }
-
-  void drop_graph() {
-    if (graph_ != nullptr) cudaGraphExecDestroy(graph_);
-    graph_ = nullptr;
-    graph_key_.clear();
-    warm_key_.clear();
-  }
-
   LlamaConfig c_;
   Device device_;
-  bool graphs_enabled_;
+  CudaGraphStep step_;
   RopeStyle style_;
   float rope_factor_;
   DType linear_dtype_ = DType::f32;
@@ -387,11 +318,6 @@ class CudaLlama final : public CudaForward {
   Tensor q_, attn_, hidden_;  // [tokens_cap_, width] in the linear layers' dtype
   std::vector<float> host_logits_;
   std::int32_t device_token_ = -1;  // ids_[0] as last written (-1: unknown)
-
-  cudaGraphExec_t graph_ = nullptr;
-  std::vector<const void*> graph_key_, warm_key_;
-  bool graph_failed_ = false;
-  std::int64_t replays_ = 0;
 };
 
 }  // namespace
