@@ -37,7 +37,8 @@ class CudaAttention final : public AttentionBackend {
     check_arg(batch.q.dim() == 4 && batch.q.size(1) == 1, kWhere, "q.size(1) (n_new)", 1,
               batch.q.dim() == 4 ? batch.q.size(1) : -1);
     check_ready(batch, kWhere);
-    if (attention_decode_supported(batch.q.device(), batch.q.dtype())) {
+    if (attention_decode_supported(batch.q.device(), batch.q.dtype()) &&
+        attention_decode_head_dim_supported(batch.q.size(3))) {
       decode_ = "split-k";
       attention_decode_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
                                params(batch), stream);

@@ -15,8 +15,10 @@
 #include "engine/cuda_graph_step.h"
 #include "engine/cuda_linear.h"
 #include "ignis/ops/activation.h"
+#include "ignis/ops/attention_decode.h"
 #include "ignis/ops/cast.h"
 #include "ignis/ops/embedding.h"
+#include "ignis/ops/flash_attention.h"
 #include "ignis/ops/fused_linear.h"
 #include "ignis/ops/norm.h"
 #include "ignis/ops/rope.h"
@@ -94,6 +96,11 @@ class CudaLlama final : public CudaForward {
     check_arg(format == WeightFormat::f32 || format == WeightFormat::bf16, kWhere, "weights.format",
               "f32 or bf16 on CUDA", weight_format_name(format));
     linear_dtype_ = format == WeightFormat::bf16 ? DType::bf16 : DType::f32;
+    // A bf16 cache only where the fused attention kernels take its head_dim; otherwise the f32
+    // kernels (any head_dim) read an f32 cache.
+    const bool fast_attention = flash_attention_head_dim_supported(c_.head_dim) &&
+                                attention_decode_head_dim_supported(c_.head_dim);
+    cache_dtype_ = linear_dtype_ == DType::bf16 && fast_attention ? DType::bf16 : DType::f32;
     IGNIS_CUDA_CHECK(cudaStreamCreate(&stream_));  // blocking: synchronous copies on the default stream wait for it
     IGNIS_CUDA_CHECK(cudaMallocHost(&pinned_id_, sizeof(std::int32_t)));
     lt_ = std::make_unique<CublasLt>(device_);
@@ -131,7 +138,7 @@ class CudaLlama final : public CudaForward {
   }
 
   const AttentionBackend& attention() const override { return *attention_; }
-  DType cache_dtype() const override { return linear_dtype_; }
+  DType cache_dtype() const override { return cache_dtype_; }
   std::int64_t graph_replays() const override { return step_.replays(); }
 
   std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) override {
@@ -175,8 +182,8 @@ class CudaLlama final : public CudaForward {
       x_ = f32(c_.dim);
       xn_ = f32(c_.dim);
       qkv_ = f32(c_.q_dim() + 2 * c_.kv_dim());
-      q_ = Tensor::empty({n, c_.q_dim()}, linear_dtype_, device_);
-      attn_ = Tensor::empty({n, c_.q_dim()}, linear_dtype_, device_);
+      q_ = Tensor::empty({n, c_.q_dim()}, cache_dtype_, device_);
+      attn_ = Tensor::empty({n, c_.q_dim()}, cache_dtype_, device_);
       gate_ = f32(c_.ffn_dim);
       up_ = f32(c_.ffn_dim);
       hidden_ = Tensor::empty({n, c_.ffn_dim}, linear_dtype_, device_);
@@ -238,11 +245,11 @@ class CudaLlama final : public CudaForward {
       attention_->decode(batch, stream());
     else
       attention_->prefill(batch, stream());
-    // x += attn @ Wo^T: the attention output is already in the linear layers' dtype.
+    // x += attn @ Wo^T; the attention output is in the cache's dtype, usually the linear layers'.
     if (n <= kFusedRows)
       matvec_add(view(attn_, {n, c_.q_dim()}), w.wo, view(x_, {n, c_.dim}), stream());
     else
-      linear(w.wo, attn_.data(), x_, n, 1.0f);
+      linear(w.wo, cache_dtype_ == linear_dtype_ ? attn_.data() : linear_input(attn_, n, c_.q_dim()), x_, n, 1.0f);
   }
 
   void ffn_block(std::int64_t layer, std::int64_t n) {
@@ -300,6 +307,7 @@ class CudaLlama final : public CudaForward {
   RopeStyle style_;
   float rope_factor_;
   DType linear_dtype_ = DType::f32;
+  DType cache_dtype_ = DType::f32;  // of the KV cache, the rotated queries and the attention output
   cudaStream_t stream_ = nullptr;
   std::int32_t* pinned_id_ = nullptr;
   std::unique_ptr<CublasLt> lt_;

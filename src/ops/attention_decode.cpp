@@ -17,6 +17,10 @@ bool attention_decode_supported(Device device, DType dtype) {
   return IGNIS_WITH_CUDA && device.is_cuda() && (dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16);
 }
 
+bool attention_decode_head_dim_supported(std::int64_t head_dim) {
+  return head_dim > 0 && head_dim % 8 == 0 && head_dim <= kAttentionDecodeMaxHeadDim;
+}
+
 namespace {
 
 constexpr const char* kWhere = "attention_decode_forward";
@@ -53,7 +57,7 @@ void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tens
     check_arg(size > 0, kWhere, name, "> 0", size);
   check_arg(heads_q % heads_kv == 0, kWhere, "q.size(2) (heads_q)",
             "a multiple of heads_kv (" + std::to_string(heads_kv) + ")", heads_q);
-  check_arg(head_dim % 8 == 0 && head_dim <= kAttentionDecodeMaxHeadDim, kWhere, "q.size(3) (head_dim)",
+  check_arg(attention_decode_head_dim_supported(head_dim), kWhere, "q.size(3) (head_dim)",
             "a multiple of 8 up to " + std::to_string(kAttentionDecodeMaxHeadDim), head_dim);
   check_arg(batch <= 65535, kWhere, "q.size(0) (batch)", "<= 65535", batch);
   check_like(k_cache, q, {batch, max_seqlen, heads_kv, head_dim}, q.dtype(), "k_cache");

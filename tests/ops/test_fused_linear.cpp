@@ -25,8 +25,8 @@ struct Shape3 {
 };
 
 // Every case: odd sizes in and out, then SmolLM2-135M's decode shapes (qkv, o, gate/up, down)
-// and rows of x past one kernel row group (8) and past one shared tile (1536 floats for 8 rows,
-// 12288 for one).
+// and rows of x past one kernel row group (8) and past one shared tile (1408 floats for 8 rows,
+// 11264 for one).
 std::vector<Shape3> shapes() {
   std::vector<Shape3> s;
   for (std::int64_t n : {1, 2, 5})

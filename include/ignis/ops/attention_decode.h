@@ -18,6 +18,8 @@ inline constexpr std::int64_t kAttentionDecodeMaxHeadDim = 256;
 
 // CUDA f32, f16 and bf16 (accumulated in fp32).
 bool attention_decode_supported(Device device, DType dtype);
+// A multiple of 8 up to kAttentionDecodeMaxHeadDim.
+bool attention_decode_head_dim_supported(std::int64_t head_dim);
 
 // q, o: [batch, 1, heads_q, head_dim]; k_cache, v_cache: [batch, max_seqlen, heads_kv, head_dim]
 // with heads_q % heads_kv == 0 (query head h reads kv head h / (heads_q / heads_kv));
