@@ -96,9 +96,7 @@ __global__ void __launch_bounds__(kShortThreads)
   float m = -INFINITY;
 #pragma unroll
   for (int j = 0; j < kShortPacks; ++j)
-    if (threadIdx.x + static_cast<long long>(j) * blockDim.x < packs)
-#pragma unroll
-      for (int i = 0; i < V; ++i) m = fmaxf(m, to_float(raw[j].v[i]));
+    if (threadIdx.x + static_cast<long long>(j) * blockDim.x < packs) m = fmaxf(m, pack_max(raw[j]));
   m = row_reduce(m, Max{}, -INFINITY, 1, max_scratch, static_cast<float*>(nullptr));
   // A row of all -inf has no visible element: exp(-inf - 0) = 0 everywhere, sum 0, output zeros.
   const float row_max = m == -INFINITY ? 0.0f : m;
