@@ -108,6 +108,15 @@ TEST_P(SoftmaxOp, BackwardOddShapes) {
 
 // Rows cached in one block (64, 4096) or across a cluster of blocks (32000 up to 262144), and the
 // streaming kernel past what a cluster holds (2097152).
+// The CUDA register path of the backward: the same pack counts as ForwardShortRowBoundaries.
+TEST_P(SoftmaxOp, BackwardShortRowBoundaries) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, softmax_supported(impl.device, impl.dtype));
+  const std::int64_t v = 16 / static_cast<std::int64_t>(dtype_size(impl.dtype));
+  std::uint64_t salt = 3100;
+  for (std::int64_t packs : {1, 31, 32, 33, 128, 129, 500, 512, 513}) check_backward(impl, 3, packs * v, ++salt);
+}
+
 TEST_P(SoftmaxOp, BackwardLongRows) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, softmax_supported(impl.device, impl.dtype));

@@ -1,4 +1,5 @@
-// Softmax over rows. Short rows of whole 16-byte packs are held in registers (softmax_short_kernel).
+// Softmax over rows. Short rows of whole 16-byte packs are held in registers (softmax_short_kernel,
+// softmax_backward_short_kernel).
 // Longer rows of whole 16-byte packs that fit on chip (row_cache.cuh: up to ~220 KB a
 // block, 16 blocks of a cluster on H100/H200) are copied once into shared memory, reduced, and
 // written from there: one read and one write. Other rows (longer, unaligned, or past one block on a
@@ -124,6 +125,55 @@ __global__ void __launch_bounds__(kShortThreads)
   }
 }
 
+// Backward of short rows, the same shape: y and dy packs loaded first, dot = sum(y dy) (one
+// barrier), dx = y (dy - dot) from registers.
+template <class T, int V>
+__global__ void __launch_bounds__(kShortThreads)
+    softmax_backward_short_kernel(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+                                  long long packs) {
+  using P = Pack<T, V>;
+  __shared__ float scratch[32];
+  const long long row = blockIdx.x * packs;
+  const P* yp = reinterpret_cast<const P*>(y) + row;
+  const P* gp = reinterpret_cast<const P*>(dy) + row;
+  P* out = reinterpret_cast<P*>(dx) + row;
+  P a[kShortPacks], b[kShortPacks];
+#pragma unroll
+  for (int j = 0; j < kShortPacks; ++j) {
+    const long long k = threadIdx.x + static_cast<long long>(j) * blockDim.x;
+    if (k < packs) {
+      a[j] = yp[k];
+      b[j] = gp[k];
+    }
+  }
+  float dot = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kShortPacks; ++j)
+    if (threadIdx.x + static_cast<long long>(j) * blockDim.x < packs)
+#pragma unroll
+      for (int i = 0; i < V; ++i) dot += to_float(a[j].v[i]) * to_float(b[j].v[i]);
+  dot = row_reduce(dot, Sum{}, 0.0f, 1, scratch, static_cast<float*>(nullptr));
+#pragma unroll
+  for (int j = 0; j < kShortPacks; ++j) {
+    const long long k = threadIdx.x + static_cast<long long>(j) * blockDim.x;
+    if (k < packs) {
+      float v[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = to_float(a[j].v[i]) * (to_float(b[j].v[i]) - dot);
+      store_pack(out + k, v);
+    }
+  }
+}
+
+// Threads for a short row: the fewest warps that hold it at kShortPacks packs a thread.
+unsigned short_threads(long long packs) {
+  return static_cast<unsigned>(((packs + kShortPacks - 1) / kShortPacks + 31) / 32 * 32);
+}
+
+bool short_rows(long long rows, long long packs) {
+  return packs <= kShortThreads * kShortPacks && rows <= 0x7fffffffLL;
+}
+
 // Streaming kernels. V elements per thread per step: 16-byte packs when the row allows, else 1.
 template <class T, int V>
 __global__ void softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, long long cols) {
@@ -219,11 +269,9 @@ void launch_forward(const Tensor& x, const Tensor& y, Stream stream) {
   T* out = y.data_as<T>();
   const bool vectorized = cols % V == 0 && pack_aligned<T, V>(in) && pack_aligned<T, V>(out);
   const long long packs = cols / V;
-  if (vectorized && packs <= kShortThreads * kShortPacks && rows <= 0x7fffffffLL) {
-    // The fewest warps that hold the row at kShortPacks packs a thread.
-    const long long threads = ((packs + kShortPacks - 1) / kShortPacks + 31) / 32 * 32;
-    softmax_short_kernel<T, V><<<static_cast<unsigned>(rows), static_cast<unsigned>(threads), 0, to_cuda(stream)>>>(
-        in, out, packs);
+  if (vectorized && short_rows(rows, packs)) {
+    softmax_short_kernel<T, V><<<static_cast<unsigned>(rows), short_threads(packs), 0, to_cuda(stream)>>>(in, out,
+                                                                                                         packs);
     IGNIS_CHECK_LAUNCH();
     return;
   }
@@ -246,6 +294,13 @@ void launch_backward(const Tensor& y, const Tensor& dy, const Tensor& dx, Stream
   T* out = dx.data_as<T>();
   const bool vectorized =
       cols % V == 0 && pack_aligned<T, V>(yp) && pack_aligned<T, V>(gp) && pack_aligned<T, V>(out);
+  const long long packs = cols / V;
+  if (vectorized && short_rows(rows, packs)) {
+    softmax_backward_short_kernel<T, V><<<static_cast<unsigned>(rows), short_threads(packs), 0, to_cuda(stream)>>>(
+        yp, gp, out, packs);
+    IGNIS_CHECK_LAUNCH();
+    return;
+  }
   if (vectorized && try_cached_backward<T, V>(yp, gp, out, rows, cols, stream)) return;
   const int threads = threads_for(cols, vectorized ? V : 1);
   if (vectorized)
