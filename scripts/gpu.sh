@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # The GPU loop: run through the `device` tool from the repo root on the lent GPU machine.
-#   scripts/gpu.sh [BUILD_DIR]          IGNIS_GPU_STAGES=tests,sanitize,python (default: all three)
-# Uses BUILD_DIR when it holds a build (carried from a development machine, where
-# scripts/build.sh made it), otherwise configures and builds one there. Stages:
+#   scripts/gpu.sh [BUILD_DIR | PACK.tar.xz]   IGNIS_GPU_STAGES=tests,sanitize,python,engine (default: all)
+# Uses BUILD_DIR when it holds a build, or unpacks PACK (made by scripts/pack_carry.sh on a
+# development machine: the stripped test binary and CLI, ~9 MB), otherwise configures and builds
+# one there. Stages:
 #   tests     the C++ test suite on the GPU
 #   sanitize  compute-sanitizer memcheck and racecheck over the CUDA cases, one test suite at a
 #             time with a time limit each, so one slow suite cannot starve the others
-#   python    pip-installs the module there, runs pytest (torch on the GPU) and bench/bench_ops.py
+#   python    pip-installs the module there, runs pytest (torch on the GPU) and the kernel benchmarks
+#   engine    bench/bench_engine.py: ignis against HF transformers end to end; needs
+#             IGNIS_TEST_MODEL (the SmolLM2 GGUF) and the `gguf` wheel in .whl/
 # A short table comes last. Full logs go to $OUT (when set) or BUILD_DIR/gpu-logs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
+if [[ "$build" == *.tar.xz ]]; then
+  unpacked=/tmp/ignis-carried
+  rm -rf "$unpacked" && mkdir -p "$unpacked" && tar -xJf "$build" -C "$unpacked" || { echo "cannot unpack $build"; exit 1; }
+  build="$unpacked"
+fi
 logs="${OUT:-$build/gpu-logs}"
-stages=",${IGNIS_GPU_STAGES:-tests,sanitize,python},"
+stages=",${IGNIS_GPU_STAGES:-tests,sanitize,python,engine},"
 suite_limit="${IGNIS_SANITIZER_SUITE_SECONDS:-60}"
 mkdir -p "$logs"
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -79,6 +87,20 @@ if has python; then
   row "python: benchmarks" "$([ $status -eq 0 ] && echo ok || echo "FAILED (rc $status)"): bench-ops.md"
   [ $status -eq 0 ] || { failed=1; tail -40 "$logs/python.log"; }
   [ -f "$logs/bench-ops.md" ] && { echo; cat "$logs/bench-ops.md"; }
+fi
+
+if has engine; then
+  if [ -z "${IGNIS_TEST_MODEL:-}" ] || [ ! -x "$build/src/cli/ignis" ]; then
+    row "engine vs HF" "skipped (needs IGNIS_TEST_MODEL and $build/src/cli/ignis)"
+  else
+    python3 -m pip install --no-deps --target /tmp/ignis-gguf "$root"/.whl/gguf-*.whl > "$logs/engine.log" 2>&1
+    PYTHONPATH="/tmp/ignis-gguf${PYTHONPATH:+:$PYTHONPATH}" timeout 400 python3 "$root/bench/bench_engine.py" \
+        --ignis "$build/src/cli/ignis" --model "$IGNIS_TEST_MODEL" --out "$logs/engine.md" >> "$logs/engine.log" 2>&1
+    status=$?
+    row "engine vs HF (bench_engine.py)" "$([ $status -eq 0 ] && echo ok || echo "FAILED (rc $status)"): engine.md"
+    [ $status -eq 0 ] || { failed=1; tail -30 "$logs/engine.log"; }
+    [ -f "$logs/engine.md" ] && { echo; cat "$logs/engine.md"; }
+  fi
 fi
 
 echo

@@ -3,7 +3,7 @@
 #   scripts/gpu_python.sh
 # pip-installs ignis offline (scikit-build-core, nanobind, CMake, ninja and nvcc are on that machine)
 # into a scratch folder, runs the pytest suite (the torch CUDA tests included), then the kernel
-# benchmark bench/bench_ops.py. Logs and bench-ops.md go to $OUT (when set) or build/gpu-logs.
+# benchmarks (bench/bench_ops.py and the other bench/bench_*.py but the engine one). Logs and bench-ops.md go to $OUT (when set) or build/gpu-logs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 logs="${OUT:-$root/build/gpu-logs}"
@@ -27,4 +27,10 @@ tail -25 "$logs/pytest.log"
 
 python3 bench/bench_ops.py --out "$logs/bench-ops.md" 2>&1 | tee "$logs/bench-ops.log"
 bench=${PIPESTATUS[0]}
+# The other kernel benchmarks (attention, fused linears...), each printing its own table.
+for script in bench/bench_*.py; do
+  case "$script" in bench/bench_ops.py|bench/bench_engine.py) continue ;; esac
+  echo "== $script"
+  timeout "${IGNIS_BENCH_SECONDS:-120}" python3 "$script" || bench=1
+done
 exit $(( tests != 0 || bench != 0 ))

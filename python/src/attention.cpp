@@ -1,4 +1,4 @@
-// ignis.attention_naive, ignis.attention_unfused and ignis.attention_scores, in flash_attn_func's
+// ignis.attention, ignis.attention_naive, ignis.attention_unfused and ignis.attention_scores, in flash_attn_func's
 // layout: q [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, head_dim].
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -9,6 +9,7 @@
 #include "common.h"
 #include "ignis/ops/attention.h"
 #include "ignis/ops/attention_scores.h"
+#include "ignis/ops/flash_attention.h"
 
 namespace ignis::python {
 namespace {
@@ -21,6 +22,17 @@ double scale_or_default(std::optional<double> softmax_scale, const Array& q) {
   return softmax_scale.value_or(head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0);
 }
 
+AttentionParams params_of(const Array& q, bool causal, std::optional<double> softmax_scale,
+                          std::pair<std::int64_t, std::int64_t> window, double softcap) {
+  AttentionParams params;
+  params.scale = scale_or_default(softmax_scale, q);
+  params.causal = causal;
+  params.window_left = window.first;
+  params.window_right = window.second;
+  params.softcap = softcap;
+  return params;
+}
+
 nb::tuple attention_naive(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
                           std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window,
                           double softcap, OptStream stream) {
@@ -30,15 +42,33 @@ nb::tuple attention_naive(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, 
   const Array o = empty_like(q, qt.shape(), qt.dtype(), op, "q.dtype");
   const Array lse = empty_like(q, {extent(qt, 0), extent(qt, 2), extent(qt, 1)}, attention_lse_dtype(qt.dtype()),
                                op, "lse");
-  AttentionParams params;
-  params.scale = scale_or_default(softmax_scale, q);
-  params.causal = causal;
-  params.window_left = window.first;
-  params.window_right = window.second;
-  params.softcap = softcap;
+  const AttentionParams params = params_of(q, causal, softmax_scale, window, softcap);
   run_op(q, stream,
          [&](Stream s) { attention_naive_forward(qt, k.tensor, v.tensor, o.tensor, lse.tensor, params, s); });
   return nb::make_tuple(o.object, lse.object);
+}
+
+// The fused kernel for bf16/f16 on CUDA (its errors name unsupported head dims), the naive one
+// otherwise (f32/f64).
+nb::object attention(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
+                     std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window, double softcap,
+                     bool return_lse, OptStream stream) {
+  constexpr const char* op = "attention";
+  const Array q = array_arg(q_arg, op, "q"), k = array_arg(k_arg, op, "k"), v = array_arg(v_arg, op, "v");
+  const Tensor& qt = q.tensor;
+  const Array o = empty_like(q, qt.shape(), qt.dtype(), op, "q.dtype");
+  const Array lse = empty_like(q, {extent(qt, 0), extent(qt, 2), extent(qt, 1)}, attention_lse_dtype(qt.dtype()),
+                               op, "lse");
+  const AttentionParams params = params_of(q, causal, softmax_scale, window, softcap);
+  const bool flash = flash_attention_supported(qt.device(), qt.dtype());
+  run_op(q, stream, [&](Stream s) {
+    if (flash)
+      flash_attention_forward(qt, k.tensor, v.tensor, o.tensor, lse.tensor, params, s);
+    else
+      attention_naive_forward(qt, k.tensor, v.tensor, o.tensor, lse.tensor, params, s);
+  });
+  if (return_lse) return nb::make_tuple(o.object, lse.object);
+  return o.object;
 }
 
 nb::object attention_unfused(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
@@ -66,6 +96,12 @@ nb::object scores(nb::handle q_arg, nb::handle k_arg, bool causal, std::optional
 }  // namespace
 
 void bind_attention(nb::module_& m) {
+  m.def("attention", &attention, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("causal") = false,
+        nb::arg("softmax_scale") = nb::none(), nb::arg("window") = std::pair<std::int64_t, std::int64_t>{-1, -1},
+        nb::arg("softcap") = 0.0, nb::kw_only(), nb::arg("return_lse") = false, nb::arg("stream") = nb::none(),
+        "o (or (o, lse) with return_lse): softmax(scale * q k^T, masked) v, as flash_attn_func. CUDA bfloat16 and\n"
+        "float16 with head_dim 64 or 128 run the fused tensor-core kernel; float32 and float64 the naive one.\n"
+        "Shapes, masks, window, softcap and lse as attention_naive's (lse is float32 for bfloat16/float16).");
   m.def("attention_naive", &attention_naive, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("causal") = false,
         nb::arg("softmax_scale") = nb::none(), nb::arg("window") = std::pair<std::int64_t, std::int64_t>{-1, -1},
         nb::arg("softcap") = 0.0, nb::kw_only(), nb::arg("stream") = nb::none(),

@@ -12,9 +12,11 @@
 namespace ignis::python {
 void bind_activation(nb::module_& m);
 void bind_attention(nb::module_& m);
+void bind_attention_decode(nb::module_& m);
 void bind_cast(nb::module_& m);
 void bind_cross_entropy(nb::module_& m);
 void bind_embedding(nb::module_& m);
+void bind_fused_linear(nb::module_& m);
 void bind_gemm(nb::module_& m);
 void bind_kv_cache(nb::module_& m);
 void bind_norm(nb::module_& m);
@@ -55,9 +57,11 @@ NB_MODULE(ignis, m) {
 
   bind_activation(m);
   bind_attention(m);
+  bind_attention_decode(m);
   bind_cast(m);
   bind_cross_entropy(m);
   bind_embedding(m);
+  bind_fused_linear(m);
   bind_gemm(m);
   bind_kv_cache(m);
   bind_norm(m);

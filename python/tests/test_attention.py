@@ -1,4 +1,4 @@
-"""ignis.attention_naive / attention_unfused / attention_scores (CUDA only): torch on a GPU against
+"""ignis.attention / attention_naive / attention_unfused / attention_scores (CUDA only): torch on a GPU against
 an fp64 reference, the same computation written plainly in torch in the same precision (the naive
 bound) and torch's scaled_dot_product_attention (GQA expanded with repeat_interleave, masks given
 explicitly because ignis aligns them bottom-right). On the CPU: the references and the errors."""
@@ -33,6 +33,8 @@ def test_reference_attention_hand_values():
 Q = np.zeros((1, 4, 2, 8), np.float32)
 
 BAD_CALLS = {
+    "attention on the CPU": (lambda: ignis.attention(Q, Q, Q),
+                             "attention_naive_forward: q.device: expected cuda (there is no CPU implementation), got cpu"),
     "numpy on the CPU": (lambda: ignis.attention_naive(Q, Q, Q),
                          "attention_naive_forward: q.device: expected cuda (there is no CPU implementation), got cpu"),
     "heads": (lambda: ignis.attention_naive(Q, Q[:, :, :1].repeat(3, axis=2), Q[:, :, :1].repeat(3, axis=2)),
@@ -168,11 +170,60 @@ def test_attention_scores_cuda(cuda, rng, dtype, shape, causal):
     assert_within_naive(to_numpy64(s), ref, to_numpy64(naive), dtype, "s")
 
 
+FLASH_SHAPES = [
+    (1, 1, 1, 1, 1, 64),
+    (2, 17, 17, 4, 2, 64),
+    (1, 128, 256, 8, 1, 128),
+    (2, 300, 113, 6, 2, 64),
+    (1, 1, 1000, 32, 8, 128),
+    (2, 1023, 1023, 4, 1, 64),
+]
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=str)
+@pytest.mark.parametrize("shape", FLASH_SHAPES)
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_attention_flash_cuda(cuda, rng, dtype, shape, options):
+    """ignis.attention on bf16/f16 runs the fused kernel: against the fp64 reference within twice the
+    plain same-precision error, and against torch's SDPA where every row sees a key."""
+    torch = cuda
+    q, k, v = qkv(torch, rng, shape, dtype)
+    causal, window = options["causal"], options.get("window", (-1, -1))
+    softcap = options.get("softcap", 0.0)
+    scale = options.get("softmax_scale", 1.0 / math.sqrt(shape[-1]))
+    o, lse = ignis.attention(q, k, v, **options, return_lse=True)
+    assert isinstance(o, torch.Tensor) and o.dtype == q.dtype and o.shape == q.shape and o.device == q.device
+    assert lse.shape == (shape[0], shape[3], shape[1]) and lse.dtype == torch.float32
+    assert torch.equal(ignis.attention(q, k, v, **options), o)
+    ref_o, ref_lse = ref_attention(to_numpy64(q), to_numpy64(k), to_numpy64(v), scale, causal, window, softcap)
+    mask = mask_of(torch, shape, causal, window)
+    naive_o, naive_lse = torch_attention(torch, q, k, v, scale, mask, softcap)
+    assert_within_naive(to_numpy64(o), ref_o, to_numpy64(naive_o), dtype, "o")
+    assert_within_naive(to_numpy64(lse), ref_lse, to_numpy64(naive_lse), dtype, "lse")
+    if softcap == 0.0 and bool(mask.any(dim=-1).all()):  # SDPA gives NaN for a row without keys
+        assert_within_naive(to_numpy64(o), ref_o, to_numpy64(sdpa(torch, q, k, v, scale, mask)), dtype, "o vs sdpa")
+
+
+def test_attention_flash_matches_sdpa_causal(cuda, rng):
+    """With seqlen_q == seqlen_k the bottom-right and top-left causal masks agree, so is_causal=True
+    SDPA (torch's own flash kernel on bf16) is a direct peer."""
+    torch = cuda
+    q, k, v = qkv(torch, rng, (2, 2048, 2048, 8, 8, 128), "bf16")
+    o = ignis.attention(q, k, v, causal=True)
+    t = lambda x: x.transpose(1, 2)  # noqa: E731
+    peer = t(torch.nn.functional.scaled_dot_product_attention(t(q), t(k), t(v), is_causal=True))
+    ref_o = t(torch.nn.functional.scaled_dot_product_attention(t(q).double(), t(k).double(), t(v).double(),
+                                                               is_causal=True))
+    assert_within_naive(to_numpy64(o), to_numpy64(ref_o), to_numpy64(peer), "bf16", "o vs sdpa")
+
+
 def test_attention_cuda_bad_arguments(cuda):
     torch = cuda
     q = torch.zeros((1, 4, 2, 8), device="cuda", dtype=torch_dtype(torch, "bf16"))
     with raises("attention_naive_forward: q.dtype: expected f32 or f64, got bf16"):
         ignis.attention_naive(q, q, q)
+    with raises("flash_attention_forward: q.size(3) (head_dim): expected 64 or 128, got 8"):
+        ignis.attention(q, q, q)
     with raises("attention_unfused_forward: k.device: expected cuda:0, got cpu"):
         ignis.attention_unfused(q, q.cpu(), q)
     with raises("attention_naive_forward: params.window_left: expected >= -1, got -2"):

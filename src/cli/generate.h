@@ -35,6 +35,7 @@ struct BenchArgs {
   std::string device = "cpu";
   std::string weights;  // as GenerateArgs::weights
   int threads = 2;
+  int warmup = 1;  // unmeasured runs before the measured one
 };
 // Greedy generation from fixed token ids (no tokenizer); prints prefill and decode speeds.
 int run_bench(const BenchArgs& args);

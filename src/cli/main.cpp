@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   bench->add_option("--device", bench_args.device, "cpu or cuda")->capture_default_str();
   bench->add_option("--weights", bench_args.weights, "q8, bf16 or f32 (default q8 on cpu, bf16 on cuda)");
   bench->add_option("--threads", bench_args.threads, "CPU threads")->capture_default_str();
+  bench->add_option("--warmup", bench_args.warmup, "Unmeasured runs first")->capture_default_str()->check(CLI::NonNegativeNumber);
 
   CLI11_PARSE(app, argc, argv);
   try {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/kv_cache.h"
+#include "engine/model_options.h"
 #include "ignis/device.h"
 #include "ignis/error.h"
 #include "ignis/tensor.h"
@@ -27,9 +28,13 @@ inline void add_bias(float* y, const float* bias, std::int64_t rows, std::int64_
   for (std::int64_t r = 0; r < rows; ++r) add_into(y + r * cols, bias, cols);
 }
 
-// For the model families that have no CUDA forward yet.
-inline void require_cpu(const Device& device, const char* model) {
-  if (!device.is_cpu()) fail_expected(model, "device", "cpu (no CUDA forward for this model yet)", device.str());
+// The CUDA forwards take f32 or bf16 linear layers only (cuBLASLt has no q8 product): checked
+// before the weights are read.
+inline void check_device_format(const ModelOptions& options, const char* model) {
+  if (options.device.is_cpu()) return;
+  const WeightFormat f = options.weights.format;
+  check_arg(f == WeightFormat::f32 || f == WeightFormat::bf16, model, "weights.format",
+            "f32 or bf16 on " + options.device.str(), weight_format_name(f));
 }
 
 // The checks every forward(tokens, cache) starts with: some tokens, each in [0, vocab), and a

@@ -1,32 +1,69 @@
 #include "engine/cuda_attention.h"
 
+#include <string>
+
 #include "ignis/error.h"
 #include "ignis/ops/attention.h"
+#include "ignis/ops/attention_decode.h"
+#include "ignis/ops/flash_attention.h"
 
 namespace ignis::engine {
 namespace {
 
 class CudaAttention final : public AttentionBackend {
  public:
-  const char* name() const override { return "cuda-naive"; }
-  void prefill(const AttentionBatch& batch, Stream stream) override { run(batch, "CudaAttention::prefill", stream); }
+  // Which kernels the last calls used (the choice depends on the cache's dtype and head_dim).
+  const char* name() const override {
+    name_ = "cuda (prefill: " + std::string(prefill_) + ", decode: " + decode_ + ")";
+    return name_.c_str();
+  }
+
+  void prefill(const AttentionBatch& batch, Stream stream) override {
+    check_ready(batch, "CudaAttention::prefill");
+    if (flash_attention_supported(batch.q.device(), batch.q.dtype()) &&
+        flash_attention_head_dim_supported(batch.q.size(3))) {
+      prefill_ = "flash";
+      flash_attention_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
+                                      Tensor(), params(batch), stream);
+    } else {
+      prefill_ = "naive";
+      attention_naive_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
+                                      Tensor(), params(batch), stream);
+    }
+  }
+
   void decode(const AttentionBatch& batch, Stream stream) override {
-    check_arg(batch.q.dim() == 4 && batch.q.size(1) == 1, "CudaAttention::decode", "q.size(1) (n_new)", 1,
+    constexpr const char* kWhere = "CudaAttention::decode";
+    check_arg(batch.q.dim() == 4 && batch.q.size(1) == 1, kWhere, "q.size(1) (n_new)", 1,
               batch.q.dim() == 4 ? batch.q.size(1) : -1);
-    run(batch, "CudaAttention::decode", stream);
+    check_ready(batch, kWhere);
+    if (attention_decode_supported(batch.q.device(), batch.q.dtype())) {
+      decode_ = "split-k";
+      attention_decode_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
+                               params(batch), stream);
+    } else {
+      decode_ = "naive";
+      attention_naive_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
+                                      Tensor(), params(batch), stream);
+    }
   }
 
  private:
-  static void run(const AttentionBatch& batch, const char* where, Stream stream) {
+  static void check_ready(const AttentionBatch& batch, const char* where) {
     check_attention_batch(batch, where);
     check_arg(batch.device_kv_lengths.has_value(), where, "device_kv_lengths",
-              "set (the CUDA kernel reads the lengths on the device)", "none");
-    AttentionParams params;
-    params.causal = true;
-    params.scale = batch.scale;
-    attention_naive_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out, Tensor(),
-                                    params, stream);
+              "set (the CUDA kernels read the lengths on the device)", "none");
   }
+  static AttentionParams params(const AttentionBatch& batch) {
+    AttentionParams p;
+    p.causal = true;
+    p.scale = batch.scale;
+    return p;
+  }
+
+  const char* prefill_ = "not run yet";
+  const char* decode_ = "not run yet";
+  mutable std::string name_;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "ignis/ops/position_embedding.h"
 
 #define IGNIS_CUBLAS_CHECK(call)                                                                          \
   do {                                                                                                    \
@@ -33,6 +34,7 @@ struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  bool fused_bias = false;  // the bias rides in the epilogue
 
   Plan() = default;
   Plan(const Plan&) = delete;
@@ -45,7 +47,7 @@ struct Plan {
   }
 };
 
-using PlanKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, DType>;  // out, in, m, dtype
+using PlanKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, DType, bool>;  // out, in, m, dtype, bias
 
 }  // namespace
 
@@ -55,17 +57,38 @@ struct CublasLt::Impl {
   std::map<PlanKey, std::unique_ptr<Plan>> plans;
 
   // Column-major view of the row-major product: y^T [out, m] = W [out, in] (stored as a
-  // column-major [in, out], hence op T) times x^T [in, m].
-  const Plan& plan(std::int64_t out, std::int64_t in, std::int64_t m, DType dtype) {
-    std::unique_ptr<Plan>& slot = plans[PlanKey{out, in, m, dtype}];
+  // column-major [in, out], hence op T) times x^T [in, m]. The bias runs along y^T's rows, the
+  // vector cuBLASLt's bias epilogue broadcasts over columns; its pointer is set per call.
+  const Plan& plan(std::int64_t out, std::int64_t in, std::int64_t m, DType dtype, bool bias) {
+    std::unique_ptr<Plan>& slot = plans[PlanKey{out, in, m, dtype, bias}];
     if (slot) return *slot;
+    // Should no algorithm take the bias epilogue for this shape, the bias is added by a kernel.
+    if (bias) slot = make_plan(out, in, m, dtype, true);
+    if (!slot) slot = make_plan(out, in, m, dtype, false);
+    if (!slot)
+      throw Error(detail::concat("CublasLt::linear: no cuBLASLt algorithm for [", m, ", ", in, "] x [", out, ", ", in,
+                                 "]^T in ", dtype));
+    return *slot;
+  }
+
+  // Null when the heuristic offers no algorithm (or, for the bias epilogue, rejects it).
+  std::unique_ptr<Plan> make_plan(std::int64_t out, std::int64_t in, std::int64_t m, DType dtype, bool bias) {
     auto p = std::make_unique<Plan>();
+    p->fused_bias = bias;
     const cudaDataType_t ab = dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
     IGNIS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
     IGNIS_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
     IGNIS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)));
+    if (bias) {
+      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      const cudaDataType_t bias_type = CUDA_R_32F;
+      IGNIS_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+      IGNIS_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+    }
     const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
     IGNIS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, ab, u(in), u(out), in));
     IGNIS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, ab, u(in), u(m), in));
@@ -80,13 +103,11 @@ struct CublasLt::Impl {
     if (status == CUBLAS_STATUS_SUCCESS)
       status = cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->a, p->b, p->c, p->c, preference, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(preference);
+    if (bias && status == CUBLAS_STATUS_NOT_SUPPORTED) return nullptr;
     IGNIS_CUBLAS_CHECK(status);
-    if (found == 0)
-      throw Error(detail::concat("CublasLt::linear: no cuBLASLt algorithm for [", m, ", ", in, "] x [", out, ", ", in,
-                                 "]^T in ", dtype));
+    if (found == 0) return nullptr;
     p->algo = result.algo;
-    slot = std::move(p);
-    return *slot;
+    return p;
   }
 };
 
@@ -102,7 +123,8 @@ CublasLt::~CublasLt() {
   if (impl_->handle) cublasLtDestroy(impl_->handle);
 }
 
-void CublasLt::linear(const Tensor& w, const void* x, float* y, std::int64_t m, float beta, Stream stream) {
+void CublasLt::linear(const Tensor& w, const void* x, float* y, std::int64_t m, float beta, Stream stream,
+                      const Tensor* bias) {
   constexpr const char* where = "CublasLt::linear";
   check_dim(w, 2, where, "w");
   check_contiguous(w, where, "w");
@@ -111,11 +133,30 @@ void CublasLt::linear(const Tensor& w, const void* x, float* y, std::int64_t m, 
   for (const auto& [p, name] : {std::pair{x, "x"}, std::pair{static_cast<const void*>(y), "y"}})
     check_arg(reinterpret_cast<std::uintptr_t>(p) % kAlignment == 0, where, name, "a 256-byte aligned pointer",
               reinterpret_cast<std::uintptr_t>(p) % kAlignment);
-  const Plan& p = impl_->plan(w.size(0), w.size(1), m, w.dtype());
+  if (bias != nullptr) {
+    check_shape(*bias, {w.size(0)}, where, "bias");
+    check_dtype(*bias, DType::f32, where, "bias");
+    check_device(*bias, w.device(), where, "bias");
+    check_contiguous(*bias, where, "bias");
+    check_arg(reinterpret_cast<std::uintptr_t>(bias->data()) % kAlignment == 0, where, "bias",
+              "a 256-byte aligned pointer", reinterpret_cast<std::uintptr_t>(bias->data()) % kAlignment);
+  }
+  const Plan& p = impl_->plan(w.size(0), w.size(1), m, w.dtype(), bias != nullptr);
+  if (p.fused_bias) {
+    // Read when the matmul is enqueued, so one plan serves every layer's bias (and a captured
+    // graph keeps the pointer of its own call).
+    const void* pointer = bias->data();
+    IGNIS_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pointer, sizeof(pointer)));
+  }
   const float alpha = 1.0f;
   IGNIS_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.desc, &alpha, w.data(), p.a, x, p.b, &beta, y, p.c, y, p.c,
                                     &p.algo, impl_->workspace.data(), kWorkspaceBytes,
                                     static_cast<cudaStream_t>(stream.handle)));
+  // Every row of y is its own sequence at position 0 of a one-row table: y[r] += bias.
+  if (bias != nullptr && !p.fused_bias)
+    position_embedding_add(Tensor::view(y, DType::f32, w.device(), {m, 1, w.size(0)}), bias->reshape({1, w.size(0)}),
+                           0, std::nullopt, stream);
 }
 
 #else
@@ -128,7 +169,7 @@ CublasLt::CublasLt(Device device) {
 
 CublasLt::~CublasLt() = default;
 
-void CublasLt::linear(const Tensor&, const void*, float*, std::int64_t, float, Stream) {
+void CublasLt::linear(const Tensor&, const void*, float*, std::int64_t, float, Stream, const Tensor*) {
   throw Error("CublasLt::linear: ignis was built without CUDA");
 }
 

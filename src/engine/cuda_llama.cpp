@@ -12,13 +12,15 @@
 
 #include "core/cuda_check.h"
 #include "engine/cuda_attention.h"
+#include "engine/cuda_graph_step.h"
 #include "engine/cuda_linear.h"
 #include "ignis/ops/activation.h"
 #include "ignis/ops/cast.h"
 #include "ignis/ops/embedding.h"
-#include "ignis/ops/kv_cache.h"
+#include "ignis/ops/fused_linear.h"
 #include "ignis/ops/norm.h"
 #include "ignis/ops/rope.h"
+#include "ignis/ops/rope_append.h"
 #endif
 
 namespace ignis::engine {
@@ -28,20 +30,41 @@ namespace ignis::engine {
 namespace {
 
 constexpr const char* kWhere = "CudaForward";
+// Up to this many tokens a pass runs the fused matrix-vector ops (weights read once for all
+// rows); longer prompts go through cuBLASLt GEMMs.
+constexpr std::int64_t kFusedRows = 8;
 
 Tensor upload_f32(const float* data, Shape shape, Device device) {
   return Tensor::view(const_cast<float*>(data), DType::f32, Device::cpu(), std::move(shape)).to(device);
 }
 
-Tensor upload_linear(const LinearWeight& w, Device device) {
-  switch (w.format()) {
-    case WeightFormat::f32: return upload_f32(w.f32_data(), {w.rows(), w.cols()}, device);
-    case WeightFormat::bf16:
-      return Tensor::view(const_cast<std::uint16_t*>(w.bf16_data()), DType::bf16, Device::cpu(), {w.rows(), w.cols()})
-          .to(device);
-    default: fail_expected(kWhere, "weights.format", "f32 or bf16 on CUDA", weight_format_name(w.format()));
+// The weights stacked by rows into one [sum of rows, cols] matrix on the device (one weight
+// alone is the plain upload): q, k and v become one projection, read by one launch.
+Tensor upload_linear(std::initializer_list<const LinearWeight*> parts, Device device) {
+  const LinearWeight& first = **parts.begin();
+  const WeightFormat format = first.format();
+  check_arg(format == WeightFormat::f32 || format == WeightFormat::bf16, kWhere, "weights.format",
+            "f32 or bf16 on CUDA", weight_format_name(format));
+  std::int64_t rows = 0;
+  for (const LinearWeight* w : parts) {
+    check_arg(w->format() == format && w->cols() == first.cols(), kWhere, "stacked weights",
+              "one format and width", weight_format_name(w->format()));
+    rows += w->rows();
   }
+  const std::size_t width = static_cast<std::size_t>(first.cols());
+  if (format == WeightFormat::f32) {
+    std::vector<float> host;
+    host.reserve(static_cast<std::size_t>(rows) * width);
+    for (const LinearWeight* w : parts) host.insert(host.end(), w->f32_data(), w->f32_data() + w->rows() * width);
+    return upload_f32(host.data(), {rows, first.cols()}, device);
+  }
+  std::vector<std::uint16_t> host;
+  host.reserve(static_cast<std::size_t>(rows) * width);
+  for (const LinearWeight* w : parts) host.insert(host.end(), w->bf16_data(), w->bf16_data() + w->rows() * width);
+  return Tensor::view(host.data(), DType::bf16, Device::cpu(), {rows, first.cols()}).to(device);
 }
+
+Tensor upload_linear(const LinearWeight& w, Device device) { return upload_linear({&w}, device); }
 
 // The whole table widened to f32: a lookup reads one row per token, so its width costs nothing.
 Tensor upload_embedding(const LinearWeight& w, Device device) {
@@ -51,8 +74,9 @@ Tensor upload_embedding(const LinearWeight& w, Device device) {
 }
 
 struct DeviceLayer {
-  Tensor attn_norm, ffn_norm;                    // [dim] f32
-  Tensor wq, wk, wv, wo, w_gate, w_up, w_down;  // [out, in], f32 or bf16
+  Tensor attn_norm, ffn_norm;           // [dim] f32
+  Tensor wqkv;                          // [q_dim + 2 * kv_dim, dim]: q, k, v stacked
+  Tensor wo, w_gate, w_up, w_down;      // [out, in]; all of one dtype, f32 or bf16
 };
 
 class CudaLlama final : public CudaForward {
@@ -61,7 +85,7 @@ class CudaLlama final : public CudaForward {
             float rope_factor, const CudaForwardOptions& options)
       : c_(config),
         device_(options.device),
-        graphs_enabled_(options.graphs),
+        step_(options.graphs),
         style_(rope_style(weights.qk_order)),
         rope_factor_(rope_factor) {
     check_arg(device_.is_cuda(), kWhere, "device", "cuda", device_);
@@ -79,14 +103,12 @@ class CudaLlama final : public CudaForward {
       DeviceLayer d;
       d.attn_norm = upload_f32(w.attn_norm.data(), {c_.dim}, device_);
       d.ffn_norm = upload_f32(w.ffn_norm.data(), {c_.dim}, device_);
-      d.wq = upload_linear(w.wq, device_);
-      d.wk = upload_linear(w.wk, device_);
-      d.wv = upload_linear(w.wv, device_);
+      d.wqkv = upload_linear({&w.wq, &w.wk, &w.wv}, device_);
       d.wo = upload_linear(w.wo, device_);
       d.w_gate = upload_linear(w.w_gate, device_);
       d.w_up = upload_linear(w.w_up, device_);
       d.w_down = upload_linear(w.w_down, device_);
-      for (const Tensor* t : {&d.wq, &d.wk, &d.wv, &d.wo, &d.w_gate, &d.w_up, &d.w_down})
+      for (const Tensor* t : {&d.wqkv, &d.wo, &d.w_gate, &d.w_up, &d.w_down})
         check_dtype(*t, linear_dtype_, kWhere, "layer weights (one format for every linear layer)");
       layers_.push_back(std::move(d));
     }
@@ -103,13 +125,14 @@ class CudaLlama final : public CudaForward {
   ~CudaLlama() override {
     // Destructors must not throw: failures here leak at worst.
     cudaStreamSynchronize(stream_);
-    drop_graph();
+    step_.drop();
     if (pinned_id_) cudaFreeHost(pinned_id_);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
   const AttentionBackend& attention() const override { return *attention_; }
-  std::int64_t graph_replays() const override { return replays_; }
+  DType cache_dtype() const override { return linear_dtype_; }
+  std::int64_t graph_replays() const override { return step_.replays(); }
 
   std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) override {
     const auto n = static_cast<std::int64_t>(tokens.size());
@@ -144,24 +167,24 @@ class CudaLlama final : public CudaForward {
   // graph capture. Reallocating moves buffers a captured graph points at, so it drops the graph.
   void ensure_buffers(std::int64_t n, std::int64_t logit_rows) {
     if (n > tokens_cap_) {
-      drop_graph();
+      step_.drop();
       tokens_cap_ = n;
       const auto f32 = [&](std::int64_t width) { return Tensor::empty({n, width}, DType::f32, device_); };
       ids_ = Tensor::empty({n}, DType::i32, device_);
       device_token_ = -1;
       x_ = f32(c_.dim);
       xn_ = f32(c_.dim);
-      q_ = f32(c_.q_dim());
-      k_ = f32(c_.kv_dim());
-      v_ = f32(c_.kv_dim());
-      attn_ = f32(c_.q_dim());
+      qkv_ = f32(c_.q_dim() + 2 * c_.kv_dim());
+      q_ = Tensor::empty({n, c_.q_dim()}, linear_dtype_, device_);
+      attn_ = Tensor::empty({n, c_.q_dim()}, linear_dtype_, device_);
       gate_ = f32(c_.ffn_dim);
       up_ = f32(c_.ffn_dim);
+      hidden_ = Tensor::empty({n, c_.ffn_dim}, linear_dtype_, device_);
       if (linear_dtype_ == DType::bf16)
         linear_in_ = Tensor::empty({n, std::max({c_.dim, c_.q_dim(), c_.ffn_dim})}, DType::bf16, device_);
     }
     if (logit_rows > logit_rows_cap_) {
-      drop_graph();
+      step_.drop();
       logit_rows_cap_ = logit_rows;
       logits_ = Tensor::empty({logit_rows, c_.vocab_size}, DType::f32, device_);
     }
@@ -178,48 +201,58 @@ class CudaLlama final : public CudaForward {
     lt_->linear(w, x, y.data_as<float>(), n, beta, stream());
   }
 
-  void attention_block(std::int64_t layer, std::int64_t n, KvCache& cache) {
-    const DeviceLayer& w = layers_[static_cast<std::size_t>(layer)];
-    rmsnorm_forward(view(x_, {n, c_.dim}), w.attn_norm, view(xn_, {n, c_.dim}), c_.rms_eps, stream());
-    const void* in = linear_input(xn_, n, c_.dim);
-    linear(w.wq, in, q_, n, 0.0f);
-    linear(w.wk, in, k_, n, 0.0f);
-    linear(w.wv, in, v_, n, 0.0f);
-
+  // n new tokens: rmsnorm, q|k|v projection (fused with the norm for a decode step), then RoPE
+  // and the cache append in one launch, which also advances the layer's device length.
+  void qkv_block(const DeviceLayer& w, std::int64_t layer, std::int64_t n, KvCache& cache) {
+    const Tensor qkv = view(qkv_, {n, c_.q_dim() + 2 * c_.kv_dim()});
+    if (n <= kFusedRows) {
+      rmsnorm_matvec(view(x_, {n, c_.dim}), w.attn_norm, w.wqkv, qkv, c_.rms_eps, stream());
+    } else {
+      rmsnorm_forward(view(x_, {n, c_.dim}), w.attn_norm, view(xn_, {n, c_.dim}), c_.rms_eps, stream());
+      linear(w.wqkv, linear_input(xn_, n, c_.dim), qkv_, n, 0.0f);
+    }
     // Positions come from the layer's device length (before this call's append), so a replayed
     // graph rotates at the current position.
-    const Tensor length = cache.device_length(layer);
-    RopeArgs rope;
+    RopeAppendArgs rope;
     rope.rotary_dim = c_.rotary_dim;
     rope.style = style_;
-    rope.batch_offsets = length;
     rope.attention_factor = rope_factor_;
-    const Tensor q = view(q_, {1, n, c_.n_heads, c_.head_dim});
-    const Tensor k = view(k_, {1, n, c_.n_kv_heads, c_.head_dim});
-    const Tensor v = view(v_, {1, n, c_.n_kv_heads, c_.head_dim});
-    rope_forward(q, inv_freq_, q, rope, stream());
-    rope_forward(k, inv_freq_, k, rope, stream());
     std::int64_t host_length = cache.length();  // advanced by the append; the cache advances after all layers
-    kv_cache_append(cache.k(layer), cache.v(layer), k, v, length, std::span<std::int64_t>(&host_length, 1), stream());
+    rope_qkv_append(qkv, inv_freq_, rope, view(q_, {n, c_.n_heads, c_.head_dim}), cache.k(layer), cache.v(layer),
+                    cache.device_length(layer), std::span<std::int64_t>(&host_length, 1), stream());
+  }
 
+  void attention_block(std::int64_t layer, std::int64_t n, KvCache& cache) {
+    const DeviceLayer& w = layers_[static_cast<std::size_t>(layer)];
+    qkv_block(w, layer, n, cache);
     const std::int64_t kv_length = cache.length() + n;
     AttentionBatch batch;
-    batch.q = q;
+    batch.q = view(q_, {1, n, c_.n_heads, c_.head_dim});
     batch.k_cache = cache.k(layer);
     batch.v_cache = cache.v(layer);
     batch.out = view(attn_, {1, n, c_.n_heads, c_.head_dim});
     batch.kv_lengths = std::span<const std::int64_t>(&kv_length, 1);
-    batch.device_kv_lengths = length;
+    batch.device_kv_lengths = cache.device_length(layer);
     batch.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c_.head_dim)));
     if (n == 1)
       attention_->decode(batch, stream());
     else
       attention_->prefill(batch, stream());
-    linear(w.wo, linear_input(attn_, n, c_.q_dim()), x_, n, 1.0f);  // x += attn @ Wo^T
+    // x += attn @ Wo^T: the attention output is already in the linear layers' dtype.
+    if (n <= kFusedRows)
+      matvec_add(view(attn_, {n, c_.q_dim()}), w.wo, view(x_, {n, c_.dim}), stream());
+    else
+      linear(w.wo, attn_.data(), x_, n, 1.0f);
   }
 
   void ffn_block(std::int64_t layer, std::int64_t n) {
     const DeviceLayer& w = layers_[static_cast<std::size_t>(layer)];
+    const Tensor hidden = view(hidden_, {n, c_.ffn_dim});
+    if (n <= kFusedRows) {
+      rmsnorm_swiglu_matvec(view(x_, {n, c_.dim}), w.ffn_norm, w.w_gate, w.w_up, hidden, c_.rms_eps, stream());
+      matvec_add(hidden, w.w_down, view(x_, {n, c_.dim}), stream());  // x += swiglu @ Wdown^T
+      return;
+    }
     rmsnorm_forward(view(x_, {n, c_.dim}), w.ffn_norm, view(xn_, {n, c_.dim}), c_.rms_eps, stream());
     const void* in = linear_input(xn_, n, c_.dim);
     linear(w.w_gate, in, gate_, n, 0.0f);
@@ -239,6 +272,10 @@ class CudaLlama final : public CudaForward {
     }
     const Tensor last = Tensor::view(x_.data_as<float>() + (n - logit_rows) * c_.dim, DType::f32, device_,
                                      {logit_rows, c_.dim});
+    if (logit_rows <= kFusedRows) {
+      rmsnorm_matvec(last, out_norm_, lm_head_, view(logits_, {logit_rows, c_.vocab_size}), c_.rms_eps, stream());
+      return;
+    }
     rmsnorm_forward(last, out_norm_, view(xn_, {logit_rows, c_.dim}), c_.rms_eps, stream());
     linear(lm_head_, linear_input(xn_, logit_rows, c_.dim), logits_, logit_rows, 0.0f);
   }
@@ -251,85 +288,15 @@ class CudaLlama final : public CudaForward {
     if (!(n == 1 && tokens[0] == device_token_))
       IGNIS_CUDA_CHECK(cudaMemcpyAsync(ids_.data(), tokens.data(), tokens.size_bytes(), cudaMemcpyHostToDevice, stream_));
     device_token_ = tokens[0];
-    if (n == 1 && graphs_enabled_ && !graph_failed_)
-      decode_step(cache);
+    if (n == 1 && step_.active())
+      step_.run(cache, stream(), [&] { launch_forward(1, cache, 1); });
     else
       launch_forward(n, cache, logit_rows);
   }
 
-  // What a captured step points at: the cache's buffers and its capacity.
-  static std::vector<const void*> cache_key(const KvCache& cache) {
-    std::vector<const void*> key;
-    for (std::int64_t l = 0; l < cache.n_layers(); ++l) {
-      key.push_back(cache.k(l).data());
-      key.push_back(cache.v(l).data());
-    }
-    key.push_back(cache.device_length(0).data());
-    key.push_back(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(cache.max_seq())));
-    return key;
-  }
-
-  void decode_step(KvCache& cache) {
-    const std::vector<const void*> key = cache_key(cache);
-    if (graph_ == nullptr || key != graph_key_) {
-      // The first step on a cache launches plainly: it also builds the cuBLASLt plans and
-      // caches every launcher's device queries, so nothing but kernels is left for the capture.
-      if (key != warm_key_) {
-        launch_forward(1, cache, 1);
-        warm_key_ = key;
-        return;
-      }
-      if (!capture(cache, key)) return launch_forward(1, cache, 1);
-    }
-    IGNIS_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
-    ++replays_;
-  }
-
-  bool capture(KvCache& cache, const std::vector<const void*>& key) {
-    drop_graph();
-    std::string why;
-    cudaGraph_t graph = nullptr;
-    cudaError_t status = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed);
-    if (status != cudaSuccess) {
-      why = cudaGetErrorString(status);
-    } else {
-      try {
-        launch_forward(1, cache, 1);
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-      status = cudaStreamEndCapture(stream_, &graph);
-      if (why.empty() && status != cudaSuccess) why = cudaGetErrorString(status);
-      if (why.empty()) {
-        status = cudaGraphInstantiate(&graph_, graph, 0);
-        if (status != cudaSuccess) {
-          why = cudaGetErrorString(status);
-          graph_ = nullptr;
-        }
-      }
-      if (graph != nullptr) cudaGraphDestroy(graph);
-    }
-    if (!why.empty()) {
-      cudaGetLastError();  // a failed capture leaves its error behind; the plain launches that follow must not see it
-      std::fprintf(stderr, "ignis: CUDA graph capture of the decode step failed (%s); decoding with plain launches\n",
-                   why.c_str());
-      graph_failed_ = true;
-      return false;
-    }
-    graph_key_ = key;
-    return true;
-  }
-
-  void drop_graph() {
-    if (graph_ != nullptr) cudaGraphExecDestroy(graph_);
-    graph_ = nullptr;
-    graph_key_.clear();
-    warm_key_.clear();
-  }
-
   LlamaConfig c_;
   Device device_;
-  bool graphs_enabled_;
+  CudaGraphStep step_;
   RopeStyle style_;
   float rope_factor_;
   DType linear_dtype_ = DType::f32;
@@ -347,14 +314,10 @@ class CudaLlama final : public CudaForward {
 
   // Activations, [tokens_cap_, width] f32; linear_in_ is the bf16 copy of a linear layer's input.
   std::int64_t tokens_cap_ = 0, logit_rows_cap_ = 0;
-  Tensor ids_, x_, xn_, q_, k_, v_, attn_, gate_, up_, linear_in_, logits_;
+  Tensor ids_, x_, xn_, qkv_, gate_, up_, linear_in_, logits_;
+  Tensor q_, attn_, hidden_;  // [tokens_cap_, width] in the linear layers' dtype
   std::vector<float> host_logits_;
   std::int32_t device_token_ = -1;  // ids_[0] as last written (-1: unknown)
-
-  cudaGraphExec_t graph_ = nullptr;
-  std::vector<const void*> graph_key_, warm_key_;
-  bool graph_failed_ = false;
-  std::int64_t replays_ = 0;
 };
 
 }  // namespace

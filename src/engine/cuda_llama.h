@@ -3,9 +3,12 @@
 //
 // Weights live on the GPU: the linear layers as f32 (the correctness mode, plain fp32 products)
 // or bf16 (the fast mode, fp32 accumulation), the embedding table and the norms as f32.
-// Activations and the KV cache are f32. Linear layers run through cuBLASLt (the output
-// projections accumulate into the residual), attention through the CUDA attention backend over
-// the cache in place, everything else through the ignis ops, all on one stream of the model.
+// The residual stream is f32; the KV cache, the rotated queries and the attention output take
+// the linear layers' dtype (bf16 in the fast mode). A prompt runs its linear layers through
+// cuBLASLt (the output projections accumulate into the residual); a decode step runs the fused
+// ops of ignis/ops/fused_linear.h and rope_append.h (norm + matrix-vector products, RoPE + cache
+// append), six launches a layer. Attention goes through the CUDA attention backend over the
+// cache in place; everything runs on one stream of the model.
 //
 // Decode steps read their token id and positions from device memory (the previous step's sampled
 // id, the cache's device lengths), so one step is captured once as a CUDA graph and replayed for
@@ -32,6 +35,8 @@ class CudaForward {
  public:
   virtual ~CudaForward() = default;
   virtual const AttentionBackend& attention() const = 0;
+  // The KV cache's dtype: bf16 with bf16 weights (half the bytes a decode step reads), else f32.
+  virtual DType cache_dtype() const = 0;
   // As LlamaModel::forward, with its arguments already checked; the cache is a CUDA cache of this
   // model's geometry and is not advanced (the caller does, after the call).
   virtual std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) = 0;

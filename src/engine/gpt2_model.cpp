@@ -30,7 +30,7 @@ Gpt2Files Gpt2Files::locate(const std::string& path) {
 }
 
 std::unique_ptr<Gpt2Model> Gpt2Model::load(const std::string& path, const ModelOptions& options) {
-  require_cpu(options.device, "Gpt2Model");
+  check_device_format(options, "Gpt2Model");
   const Gpt2Files files = Gpt2Files::locate(path);
   Gpt2Config config = Gpt2Config::from_file(files.config);
   const model::SafetensorsFile file = model::SafetensorsFile::open(files.weights);
@@ -39,20 +39,26 @@ std::unique_ptr<Gpt2Model> Gpt2Model::load(const std::string& path, const ModelO
 }
 
 Gpt2Model::Gpt2Model(Gpt2Config config, Gpt2Weights weights, const ModelOptions& options)
-    : config_(std::move(config)), weights_(std::move(weights)) {
-  require_cpu(options.device, "Gpt2Model");
+    : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
+  check_device_format(options, "Gpt2Model");
   config_.validate();
   check_arg(static_cast<std::int64_t>(weights_.layers.size()) == config_.n_layers, "Gpt2Model", "weights.layers",
             config_.n_layers, weights_.layers.size());
   pool_ = std::make_unique<ThreadPool>(options.threads);
   attention_ = make_cpu_attention(*pool_);
+  if (options_.device.is_cuda()) {
+    CudaForwardOptions cuda_options;
+    cuda_options.device = options_.device;
+    cuda_options.graphs = options_.cuda_graphs;
+    cuda_ = make_cuda_gpt2(config_, weights_, cuda_options);
+  }
 }
 
 KvCache Gpt2Model::make_cache(std::int64_t max_seq) const {
   check_arg(max_seq <= config_.n_positions, "Gpt2Model::make_cache", "max_seq",
             "<= n_positions " + std::to_string(config_.n_positions) + " (learned positions)", max_seq);
   return KvCache(config_.n_layers, max_seq > 0 ? max_seq : config_.n_positions, config_.n_heads,
-                 config_.head_dim());
+                 config_.head_dim(), options_.device);
 }
 
 void Gpt2Model::ensure_scratch(std::int64_t n) {
@@ -113,17 +119,29 @@ void Gpt2Model::mlp_block(std::int64_t layer, std::int64_t n) {
   add_into(x_.data(), proj_.data(), n * d);
 }
 
-std::span<const float> Gpt2Model::forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) {
-  constexpr const char* where = "Gpt2Model::forward";
+void Gpt2Model::check_forward_args(std::span<const std::int32_t> tokens, const KvCache& cache) const {
   const Gpt2Config& c = config_;
   const auto n = static_cast<std::int64_t>(tokens.size());
-  const std::int64_t d = c.dim;
-  check_forward_inputs(where, tokens, cache, c.n_layers, c.n_heads, c.head_dim(), c.vocab_size);
+  check_forward_inputs("Gpt2Model::forward", tokens, cache, c.n_layers, c.n_heads, c.head_dim(), c.vocab_size,
+                       options_.device);
   const std::int64_t pos0 = cache.length();
   if (pos0 + n > c.n_positions)
     throw Error("context length exceeded: " + std::to_string(pos0) + " + " + std::to_string(n) + " > " +
                 std::to_string(c.n_positions) + " (GPT-2's learned positions)");
   cache.check_room(n);
+}
+
+std::span<const float> Gpt2Model::forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) {
+  const Gpt2Config& c = config_;
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  const std::int64_t d = c.dim;
+  check_forward_args(tokens, cache);
+  if (cuda_) {
+    const std::span<const float> logits = cuda_->forward(tokens, cache, all_logits);
+    cache.advance(n);
+    return logits;
+  }
+  const std::int64_t pos0 = cache.length();
   ensure_scratch(n);
 
   for (std::int64_t i = 0; i < n; ++i) {
@@ -143,6 +161,15 @@ std::span<const float> Gpt2Model::forward(std::span<const std::int32_t> tokens, 
   logits_.resize(static_cast<std::size_t>(rows * c.vocab_size));
   linear_forward(weights_.lm_head(), xn_.data(), logits_.data(), rows, *pool_);
   return logits_;
+}
+
+std::int32_t Gpt2Model::forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
+                                       const SamplingParams& params) {
+  if (!cuda_) return CausalLm::forward_sample(tokens, cache, params);
+  check_forward_args(tokens, cache);
+  const std::int32_t id = cuda_->forward_sample(tokens, cache, params);
+  cache.advance(static_cast<std::int64_t>(tokens.size()));
+  return id;
 }
 
 }  // namespace ignis::engine

@@ -6,6 +6,8 @@
 // c_fc(LN_2(x)))), every linear layer with a bias; then logits = LN_f(x) @ wte^T (tied). Multi-head
 // attention through the same AttentionBackend and KvCache as Llama (heads_kv == heads). Positions
 // are learned, so the context ends at n_positions: a longer one is an error, not an extrapolation.
+// On a CUDA device the same pass runs on the GPU (engine/cuda_gpt2.h): cuBLASLt linear layers,
+// CUDA graphs for decode steps, sampling on the GPU.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -14,6 +16,7 @@
 
 #include "engine/attention_backend.h"
 #include "engine/causal_lm.h"
+#include "engine/cuda_gpt2.h"
 #include "engine/gpt2_config.h"
 #include "engine/gpt2_weights.h"
 #include "engine/kv_cache.h"
@@ -35,20 +38,24 @@ struct Gpt2Files {
 
 class Gpt2Model : public CausalLm {
  public:
-  // Reads config.json and model.safetensors (Gpt2Files::locate). Throws for a CUDA device and
-  // for everything Gpt2Config::from_file and Gpt2Weights::load reject.
+  // Reads config.json and model.safetensors (Gpt2Files::locate). Throws for q8 weights on CUDA
+  // and for everything Gpt2Config::from_file and Gpt2Weights::load reject.
   static std::unique_ptr<Gpt2Model> load(const std::string& path, const ModelOptions& options = {});
   Gpt2Model(Gpt2Config config, Gpt2Weights weights, const ModelOptions& options = {});
 
   const Gpt2Config& config() const { return config_; }
   const Gpt2Weights& weights() const { return weights_; }
-  const AttentionBackend& attention() const { return *attention_; }
+  const ModelOptions& options() const { return options_; }
+  const AttentionBackend& attention() const { return cuda_ ? cuda_->attention() : *attention_; }
+  // CUDA decode steps replayed from a captured graph so far (0 on the CPU).
+  std::int64_t cuda_graph_replays() const { return cuda_ ? cuda_->graph_replays() : 0; }
 
   std::int64_t vocab_size() const override { return config_.vocab_size; }
   std::int64_t context_length() const override { return config_.n_positions; }
   std::size_t weight_bytes() const override { return weights_.bytes(); }
 
-  // A cache for up to max_seq positions (0: n_positions); throws for max_seq > n_positions.
+  // A cache for up to max_seq positions (0: n_positions) on the model's device; throws for
+  // max_seq > n_positions.
   KvCache make_cache(std::int64_t max_seq = 0) const override;
 
   // As CausalLm::forward; positions past n_positions throw "context length exceeded: <cached> +
@@ -56,15 +63,22 @@ class Gpt2Model : public CausalLm {
   std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache,
                                  bool all_logits = false) override;
 
+  // On CUDA the logits stay on the GPU: only the sampled id comes back.
+  std::int32_t forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
+                              const SamplingParams& params) override;
+
  private:
+  void check_forward_args(std::span<const std::int32_t> tokens, const KvCache& cache) const;
   void ensure_scratch(std::int64_t n);
   void attention_block(std::int64_t layer, std::int64_t n, KvCache& cache);
   void mlp_block(std::int64_t layer, std::int64_t n);
 
   Gpt2Config config_;
   Gpt2Weights weights_;
+  ModelOptions options_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<AttentionBackend> attention_;
+  std::unique_ptr<CudaForward> cuda_;  // set on a CUDA device
 
   // Activations of one call, grown to the largest token count seen.
   std::int64_t scratch_tokens_ = 0;

@@ -11,19 +11,9 @@
 #include "ignis/ops/rope.h"
 
 namespace ignis::engine {
-namespace {
-
-void check_device_format(const ModelOptions& options) {
-  if (options.device.is_cpu()) return;
-  const WeightFormat f = options.weights.format;
-  check_arg(f == WeightFormat::f32 || f == WeightFormat::bf16, "LlamaModel", "weights.format",
-            "f32 or bf16 on " + options.device.str(), weight_format_name(f));
-}
-
-}  // namespace
 
 std::unique_ptr<LlamaModel> LlamaModel::load(const model::GgufFile& file, const ModelOptions& options) {
-  check_device_format(options);
+  check_device_format(options, "LlamaModel");
   LlamaConfig config = LlamaConfig::from_gguf(file);
   LlamaWeights weights = LlamaWeights::load(file, config, options.weights);
   return std::make_unique<LlamaModel>(std::move(config), std::move(weights), options);
@@ -31,7 +21,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const model::GgufFile& file, const 
 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const ModelOptions& options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
-  check_device_format(options);
+  check_device_format(options, "LlamaModel");
   config_.validate();
   check_arg(static_cast<std::int64_t>(weights_.layers.size()) == config_.n_layers, "LlamaModel", "weights.layers",
             config_.n_layers, weights_.layers.size());
@@ -55,7 +45,7 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const ModelOpti
 
 KvCache LlamaModel::make_cache(std::int64_t max_seq) const {
   return KvCache(config_.n_layers, max_seq > 0 ? max_seq : config_.context_length, config_.n_kv_heads,
-                 config_.head_dim, options_.device);
+                 config_.head_dim, options_.device, cuda_ ? cuda_->cache_dtype() : DType::f32);
 }
 
 void LlamaModel::ensure_scratch(std::int64_t n) {

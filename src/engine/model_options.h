@@ -1,6 +1,6 @@
 #pragma once
 // How a model is loaded for the engine: device, threads and weight storage. Shared by every
-// model family; qk_order concerns only GGUF Llama files, cuda_graphs only the CUDA Llama path.
+// model family; qk_order concerns only GGUF Llama files, cuda_graphs only the CUDA paths.
 #include "engine/linear.h"
 #include "ignis/device.h"
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ignis/ops.h"
+#include "ops/attention_check.h"
 
 #if IGNIS_WITH_CUDA
 #include "cuda/ops/attention_naive.h"
@@ -28,13 +29,6 @@ void check_like(const Tensor& t, const Tensor& like, const Shape& shape, DType d
   check_dtype(t, dtype, kWhere, name);
   check_device(t, like.device(), kWhere, name);
   check_contiguous(t, kWhere, name);
-}
-
-void check_params(const AttentionParams& p) {
-  check_arg(std::isfinite(p.scale), kWhere, "params.scale", "finite", p.scale);
-  check_arg(std::isfinite(p.softcap) && p.softcap >= 0.0, kWhere, "params.softcap", "finite and >= 0", p.softcap);
-  check_arg(p.window_left >= -1, kWhere, "params.window_left", ">= -1", p.window_left);
-  check_arg(p.window_right >= -1, kWhere, "params.window_right", ">= -1", p.window_right);
 }
 
 }  // namespace
@@ -61,13 +55,7 @@ void check_common(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
   check_like(o, q, q.shape(), q.dtype(), "o");
   check_arg(q.device().is_cuda(), kWhere, "q.device", "cuda (there is no CPU implementation)", q.device());
   check_arg(attention_naive_supported(q.device(), q.dtype()), kWhere, "q.dtype", "f32 or f64", q.dtype());
-  check_params(params);
-}
-
-[[maybe_unused]] AttentionParams resolved(const AttentionParams& params, std::int64_t head_dim) {
-  AttentionParams r = params;
-  if (r.scale == 0.0) r.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  return r;
+  check_attention_params(params, kWhere);
 }
 
 }  // namespace
@@ -77,7 +65,7 @@ void attention_naive_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
   check_common(q, k, v, o, params);
   check_like(lse, q, {q.size(0), q.size(2), q.size(1)}, attention_lse_dtype(q.dtype()), "lse");
 #if IGNIS_WITH_CUDA
-  cuda::attention_naive_forward(q, k, v, o, lse, nullptr, resolved(params, q.size(3)), stream);
+  cuda::attention_naive_forward(q, k, v, o, lse, nullptr, resolved_attention_params(params, q.size(3)), stream);
 #else
   (void)stream;
 #endif
@@ -91,7 +79,7 @@ void attention_naive_kvcache_forward(const Tensor& q, const Tensor& k_cache, con
   if (lse.defined()) check_like(lse, q, {q.size(0), q.size(2), q.size(1)}, attention_lse_dtype(q.dtype()), "lse");
 #if IGNIS_WITH_CUDA
   cuda::attention_naive_forward(q, k_cache, v_cache, o, lse.defined() ? lse : Tensor(), seqlens_k.data_as<const int>(),
-                                resolved(params, q.size(3)), stream);
+                                resolved_attention_params(params, q.size(3)), stream);
 #else
   (void)stream;
 #endif

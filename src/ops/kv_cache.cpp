@@ -1,9 +1,8 @@
 // KV-cache append dispatcher: validates the tensors, checks the new lengths against max_seqlen
 // on the host's copy of the lengths, then copies on the CPU or launches the CUDA kernels.
-#include <limits>
-
 #include "cpu/kv_cache.h"
 #include "ignis/ops.h"
+#include "ops/kv_room.h"
 
 #if IGNIS_WITH_CUDA
 #include "cuda/ops/kv_cache.h"
@@ -30,20 +29,7 @@ void kv_cache_append(const Tensor& k_cache, const Tensor& v_cache, const Tensor&
   check_shape(v_cache, k_cache.shape(), where, "v_cache");
   check_shape(k_new, {batch, new_tokens, k_cache.size(2), k_cache.size(3)}, where, "k_new");
   check_shape(v_new, k_new.shape(), where, "v_new");
-  check_shape(lengths, {batch}, where, "lengths");
-  check_dtype(lengths, DType::i32, where, "lengths");
-  check_device(lengths, k_cache.device(), where, "lengths");
-  check_contiguous(lengths, where, "lengths");
-  check_arg(static_cast<std::int64_t>(host_lengths.size()) == batch, where, "host_lengths.size()", batch,
-            host_lengths.size());
-  check_arg(max_seqlen <= std::numeric_limits<std::int32_t>::max(), where, "max_seqlen", "<= 2^31 - 1 (i32 lengths)",
-            max_seqlen);
-  for (std::int64_t b = 0; b < batch; ++b) {
-    const std::int64_t len = host_lengths[b];
-    check_arg(len >= 0 && len + new_tokens <= max_seqlen, where,
-              detail::concat("context length exceeded: sequence ", b, " length + new_tokens"),
-              detail::concat("<= max_seqlen ", max_seqlen), detail::concat(len, " + ", new_tokens));
-  }
+  ops::check_kv_room(where, lengths, host_lengths, batch, new_tokens, max_seqlen, k_cache.device());
 
   if (k_cache.device().is_cpu()) {
     std::int32_t* dev_lengths = lengths.data_as<std::int32_t>();

@@ -205,10 +205,12 @@ TEST(Gpt2Model, BadCallsThrow) {
   KvCache other(m.spec.layers, 8, 2, 8);
   EXPECT_ERROR_CONTAINS(model->forward(std::vector<std::int32_t>{1}, other), "cache: expected a cache made by");
   EXPECT_EQ(cache.length(), 0);
+  // cuBLASLt has no q8 product: rejected before the weights are read (so without a GPU too).
   ModelOptions cuda;
   cuda.device = Device::cuda(0);
+  cuda.weights.format = WeightFormat::q8;
   EXPECT_ERROR_CONTAINS(Gpt2Model::load(f.dir.path().string(), cuda),
-                        "Gpt2Model: device: expected cpu (no CUDA forward for this model yet), got cuda:0");
+                        "Gpt2Model: weights.format: expected f32 or bf16 on cuda:0, got q8");
 }
 
 // The folder a CLI user points at: its files, and the tokenizer beside the weights.

@@ -9,6 +9,7 @@
 
 #include "harness/op_harness.h"
 #include "ignis/ops.h"
+#include "ops/attention_case.h"
 #include "ref/attention.h"
 
 namespace ignis {
@@ -16,43 +17,9 @@ namespace {
 
 using test::Impl;
 
-struct Case {
-  std::int64_t batch = 1;
-  std::int64_t heads_kv = 1;
-  std::int64_t ratio = 1;  // heads_q / heads_kv
-  std::int64_t seqlen_q = 1;
-  std::int64_t seqlen_k = 1;
-  std::int64_t head_dim = 16;
-  AttentionParams params;
-};
-
-std::ostream& operator<<(std::ostream& out, const Case& c) {
-  return out << "batch " << c.batch << " heads " << c.heads_kv * c.ratio << "/" << c.heads_kv << " seqlen "
-             << c.seqlen_q << "x" << c.seqlen_k << " head_dim " << c.head_dim << " scale " << c.params.scale
-             << (c.params.causal ? " causal" : "") << " window " << c.params.window_left << ","
-             << c.params.window_right << " softcap " << c.params.softcap;
-}
-
-Case shaped(std::int64_t batch, std::int64_t heads_kv, std::int64_t ratio, std::int64_t seqlen_q, std::int64_t seqlen_k,
-            std::int64_t head_dim, const AttentionParams& params = {}) {
-  return {batch, heads_kv, ratio, seqlen_q, seqlen_k, head_dim, params};
-}
-
-ref::AttentionParams to_ref(const Case& c) {
-  ref::AttentionParams p;
-  p.batch = c.batch;
-  p.heads_q = c.heads_kv * c.ratio;
-  p.heads_kv = c.heads_kv;
-  p.seqlen_q = c.seqlen_q;
-  p.seqlen_k = c.seqlen_k;
-  p.head_dim = c.head_dim;
-  p.scale = c.params.scale != 0.0 ? c.params.scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-  p.causal = c.params.causal;
-  p.window_left = c.params.window_left;
-  p.window_right = c.params.window_right;
-  p.softcap = c.params.softcap;
-  return p;
-}
+using Case = test::AttentionCase;
+using test::shaped;
+using test::to_ref;
 
 struct Outputs {
   std::vector<double> o, lse;

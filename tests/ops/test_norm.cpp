@@ -190,6 +190,59 @@ TEST_P(NormOp, BackwardManyRows) {
   }
 }
 
+// The CUDA backward's paths by row length (src/cuda/ops/norm.cu, plan_staged): one block a row
+// with 1, 2 and 4 packs a thread (4096, 8192, 16384), clusters of 2 (f32 16384), 4 and 8 blocks
+// (65536: 8 for bf16/f16 and f32; 40008: 4 for bf16/f16, 8 for f32, the last block's slice
+// shorter), slices whose thread count is not a power of two (12296), and rows past 8 blocks'
+// slices (262144: the looping kernel). Several rows a group, so the register sums cover many rows.
+TEST_P(NormOp, BackwardRowLengthPaths) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, supported(impl));
+  std::uint64_t salt = 3500;
+  for (Norm norm : {Norm::rms, Norm::layer}) {
+    check_backward(norm, impl, 700, 4096, 1.0, ++salt);
+    check_backward(norm, impl, 600, 8192, 1.0, ++salt);
+    check_backward(norm, impl, 400, 16384, 1.0, ++salt);
+    check_backward(norm, impl, 300, 12296, 1.0, ++salt);
+    check_backward(norm, impl, 40, 40008, 1.0, ++salt);
+    check_backward(norm, impl, 70, 65536, 1.0, ++salt);
+    check_backward(norm, impl, 3, 262144, 1.0, ++salt);
+  }
+}
+
+// dweight/dbias are sums over row groups fixed by the launch, added in a fixed order: two runs
+// give the same bits (dx too).
+TEST_P(NormOp, BackwardIsDeterministic) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, supported(impl));
+  std::uint64_t salt = 3700;
+  for (std::int64_t dim : {std::int64_t{17}, std::int64_t{4096}, std::int64_t{16384}}) {
+    const std::int64_t rows = 1024;
+    const Inputs in = make_inputs(impl, rows, dim, 1.0, 0.0, ++salt);
+    Tensor x = test::make_tensor(in.x, {rows, dim}, impl.dtype, impl.device);
+    Tensor w = test::make_tensor(in.weight, {dim}, impl.dtype, impl.device);
+    Tensor dy = test::make_tensor(in.dy, {rows, dim}, impl.dtype, impl.device);
+    std::vector<double> first[4];  // dx, dweight, dbias, RMSNorm dweight
+    for (int run = 0; run < 2; ++run) {
+      SCOPED_TRACE(testing::Message() << impl << " dim " << dim << " run " << run);
+      Tensor dx = test::make_poisoned({rows, dim}, impl.dtype, impl.device);
+      Tensor dw = test::make_poisoned({dim}, impl.dtype, impl.device);
+      Tensor db = test::make_poisoned({dim}, impl.dtype, impl.device);
+      layernorm_backward(x, w, dy, dx, dw, db, kEps);
+      const std::vector<double> got[3] = {test::read_tensor(dx), test::read_tensor(dw), test::read_tensor(db)};
+      for (int i = 0; i < 3; ++i) {
+        if (run == 0) first[i] = got[i];
+        else EXPECT_TRUE(first[i] == got[i]) << "output " << i << " differs between runs";
+      }
+      Tensor dw_rms = test::make_poisoned({dim}, impl.dtype, impl.device);
+      rmsnorm_backward(x, w, dy, dx, dw_rms, kEps);
+      const std::vector<double> rms = test::read_tensor(dw_rms);
+      if (run == 0) first[3] = rms;
+      else EXPECT_TRUE(first[3] == rms) << "rms dweight differs between runs";
+    }
+  }
+}
+
 TEST_P(NormOp, BackwardNoRowsGivesZeroSums) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, supported(impl));

@@ -62,6 +62,24 @@ inline RowPlan plan_rows(long long rows, long long packs, int tensors) {
   return {};
 }
 
+// The launch of `rows` clusters of plan.cluster blocks (a plain grid when plan.cluster is 1);
+// `attribute` (kept alive by the caller) holds the cluster shape.
+inline cudaLaunchConfig_t rows_launch_config(const RowPlan& plan, long long rows, cudaStream_t stream,
+                                             cudaLaunchAttribute* attribute) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(rows * plan.cluster));
+  config.blockDim = dim3(static_cast<unsigned>(plan.threads));
+  config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem);
+  config.stream = stream;
+  attribute->id = cudaLaunchAttributeClusterDimension;
+  attribute->val.clusterDim.x = static_cast<unsigned>(plan.cluster);
+  attribute->val.clusterDim.y = 1;
+  attribute->val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = plan.cluster > 1 ? 1 : 0;
+  return config;
+}
+
 // Launches `kernel` with one cluster of plan.cluster blocks per row (pass plan.cluster to the
 // kernel too) and plan.smem bytes of dynamic shared memory. Returns false, launching nothing, when
 // a cluster cannot run: the kernel was JIT-built from the compute_80 PTX (no cluster code in it)
@@ -71,18 +89,8 @@ bool launch_rows(void (*kernel)(Params...), const RowPlan& plan, long long rows,
   IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
   IGNIS_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(rows * plan.cluster));
-  config.blockDim = dim3(static_cast<unsigned>(plan.threads));
-  config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem);
-  config.stream = to_cuda(stream);
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = static_cast<unsigned>(plan.cluster);
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = plan.cluster > 1 ? 1 : 0;
+  cudaLaunchAttribute attribute;
+  cudaLaunchConfig_t config = rows_launch_config(plan, rows, to_cuda(stream), &attribute);
   if (plan.cluster > 1) {
     cudaFuncAttributes built{};
     IGNIS_CUDA_CHECK(cudaFuncGetAttributes(&built, kernel));

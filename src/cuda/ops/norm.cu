@@ -10,19 +10,19 @@
 // Rows that are too long for registers, or whose length/alignment rules out 16-byte packs, take
 // a looping kernel that reads the row again for each pass (from L2 for the later passes).
 //
-// Backward: a block owns several rows at once, one row per group of `group` threads (a power of
-// two from 32 to 1024); each thread holds its packs of x and dy raw in registers and, for rows
-// of up to 1024 packs (one a thread), loads the group's next row before reducing the current
-// one, so DRAM stays busy through the reductions even at one block per SM. Each row
-// recomputes its statistics from x (no saved rstd), then
+// Backward (backward_staged): a block owns a group of consecutive rows (about two blocks an SM
+// for the whole tensor) and a thread owns the same few packs of every row. Rows stream through a
+// ring of shared-memory stages filled with cp.async, two rows ahead, so loads stay in flight
+// through the reductions whatever the registers (which hold only the weight and the sums). Each
+// row recomputes its statistics from x (no saved rstd), then
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight (RMSNorm: no mean(g)
-// term and mean 0). The sums need two group reductions (LayerNorm: sum x; then sum (x - mean)^2,
-// sum g and sum g (x - mean) together, mean(g * xhat) being rstd * mean(g (x - mean))) or one
-// (RMSNorm: sum x^2 and sum g x). dweight = sum over rows of dy * xhat and dbias = sum of dy are
-// accumulated in fp32 in shared memory slots private to each thread (a thread's columns are the
-// same in every row), added over the block's groups into one fp32 partial row per block in a
-// [blocks, dim] workspace, and summed over blocks in a fixed order by a second kernel: no
-// atomics, deterministic. One block per SM keeps that workspace small.
+// term and mean 0). LayerNorm takes two reductions a row (sum x; then sum (x - mean)^2, sum g and
+// sum g (x - mean) together, mean(g * xhat) being rstd * mean(g (x - mean))), RMSNorm one
+// (sum x^2 and sum g x). dweight = sum over rows of dy * xhat and dbias = sum of dy stay in fp32
+// registers over the group's rows, are written as one partial row per group into a [groups, dim]
+// workspace, and are summed over groups in a fixed order by a second kernel: no atomics,
+// deterministic. Rows longer than one block's slice are split over a cluster, whose reductions
+// go through distributed shared memory; unaligned or longer rows take a looping kernel.
 // RMSNorm is the LayerNorm computation with the mean fixed at 0 and no bias.
 #include <algorithm>
 #include <climits>
@@ -31,6 +31,7 @@
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
+#include "cuda/common/row_cache.cuh"
 #include "cuda/ops/norm.h"
 
 namespace ignis::cuda {
@@ -40,16 +41,19 @@ enum class Kind { rms, layer };
 
 constexpr int kWarpRowThreads = 128;  // forward: 4 warps, one row each
 constexpr int kForwardPacks = 4;  // most 16-byte packs of a row one thread keeps, forward
-// Backward blocks: rows of up to 1024 packs take one pack a thread (x and dy raw, 8 registers,
-// and the next row's 8 while prefetching) in 1024-thread blocks; longer rows take
-// kLongBackwardThreads threads with K > 1 packs each and no prefetch (more would spill at the
-// 64 registers of a 1024-thread block). The shared accumulators take 4 bytes an element per sum:
-// at most 32 elements a thread (128 KB of dweight + dbias).
-constexpr int kBackwardThreads = 1024;
-constexpr int kLongBackwardThreads = 512;
-constexpr int kMaxBackwardPacks = 4;  // f32 K = 8 needs 128+ registers and spills
-__host__ __device__ constexpr int backward_threads(int k) { return k == 1 ? kBackwardThreads : kLongBackwardThreads; }
-constexpr int kSumSlices = 16;  // row slices of the partial-sum kernel
+// Backward (see backward_staged): a row slice of x and dy takes at most kStageBytes of shared
+// memory per stage, kStages stages a block (192 KB at most: one row computed while the next two
+// are in flight); a thread holds at most kMaxStagedPacks packs of a row (its dweight/dbias
+// accumulators are 4-32 registers a sum), in blocks of at most kStagedThreads threads. Slices are
+// spread over <= 256 threads while 4 packs a thread allow it, so short rows get several blocks an
+// SM. Rows longer than one block's slice take a cluster of up to kMaxStagedCluster blocks.
+constexpr int kStages = 3;
+constexpr long long kStageBytes = 64 * 1024;
+constexpr int kMaxStagedPacks = 4;
+constexpr int kStagedThreads = 512;
+constexpr int kPreferredStagedThreads = 256;
+constexpr int kMaxStagedCluster = 8;  // the portable cluster size
+constexpr int kSumSlices = 32;  // row slices of the partial-sum kernel
 
 __device__ __forceinline__ float add(float a, float b) { return a + b; }
 __device__ __forceinline__ float2 add(float2 a, float2 b) { return {a.x + b.x, a.y + b.y}; }
@@ -71,20 +75,6 @@ __device__ __forceinline__ float3 warp_sum(float3 v) {
     v.y += __shfl_xor_sync(kFullMask, v.y, offset);
     v.z += __shfl_xor_sync(kFullMask, v.z, offset);
   }
-  return v;
-}
-
-// Sum over `warps` consecutive warps starting at warp `first`, returned to each of their
-// threads; the whole block must call it. scratch: 32 values of shared memory.
-template <class S>
-__device__ S warps_sum(S v, S* scratch, int first, int warps) {
-  v = warp_sum(v);
-  if (warps == 1) return v;
-  __syncthreads();  // scratch may still be read by the previous reduction
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  v = scratch[first];
-  for (int w = 1; w < warps; ++w) v = add(v, scratch[first + w]);
   return v;
 }
 
@@ -279,185 +269,182 @@ __device__ __forceinline__ void write_dx(const float (&xh)[V], const float (&gv)
   store_floats<T, V>(out + c, d);
 }
 
-// The backward's row groups: blockDim.x / group groups of `group` threads, each owning one row
-// per step. Thread columns as in RowGroup, with rank = threadIdx.x % group.
-struct BackGroup {
-  int group;
-  __device__ int rank() const { return static_cast<int>(threadIdx.x) % group; }
-  __device__ int index() const { return static_cast<int>(threadIdx.x) / group; }
-  __device__ int count() const { return static_cast<int>(blockDim.x) / group; }
-  template <int V>
-  __device__ int column(int k) const {
-    return (rank() + k * group) * V;
-  }
+struct Add {
   template <class S>
-  __device__ S sum(S v, S* scratch) const {
-    return warps_sum(v, scratch, index() * (group / 32), group / 32);
+  __device__ __forceinline__ S operator()(S a, S b) const {
+    return add(a, b);
   }
 };
 
-// Slot (k, q) of this thread's shared accumulators: float4 q of pack k. Thread-private, laid out
-// so that a warp's float4 accesses of one slot are consecutive (no bank conflicts).
-template <int V>
-__device__ __forceinline__ float4& acc_slot(float4* acc, int k, int q) {
-  return acc[(k * (V / 4) + q) * blockDim.x + threadIdx.x];
+// Sum over the row's block (and cluster), the same bits in every thread: a warp butterfly (the
+// same bits in every lane, addition being commutative), every warp then reduces the warp sums
+// in the same order, and cluster_reduce adds the blocks in rank order. scratch: 32 S of shared
+// memory that no thread reads after the caller's previous barrier; slot: one S.
+template <class S>
+__device__ S staged_sum(S v, S* scratch, S* slot, int cluster) {
+  const int lane = threadIdx.x % 32;
+  v = warp_sum(v);
+  if (lane == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = warp_sum(lane < static_cast<int>(blockDim.x / 32) ? scratch[lane] : S{});
+  if (cluster > 1) v = cluster_reduce(v, Add{}, slot);
+  return v;
 }
 
-// The sum over the block's groups, in group order, of accumulator `slot` of group 0.
-__device__ __forceinline__ float4 groups_total(const float4* acc, int slot, const BackGroup& G) {
-  float4 t = acc[slot];
-  for (int i = 1; i < G.count(); ++i) {
-    const float4 a = acc[slot + i * G.group];
-    t = make_float4(t.x + a.x, t.y + a.y, t.z + a.z, t.w + a.w);
-  }
-  return t;
+__device__ __forceinline__ void copy_pack(void* smem_dst, const void* src) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed copy groups are still in flight.
+template <int N>
+__device__ __forceinline__ void wait_copies_but() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-template <Kind kKind, class T, int V, int K>
-__global__ void __launch_bounds__(backward_threads(K))
-    backward_regs(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
-                  T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part, long long rows,
-                  int dim, float eps, int group) {
-  static_assert(V % 4 == 0, "accumulator slots are float4");
-  constexpr bool kPrefetch = K == 1;  // see backward_threads
-  constexpr int kSlots = K * (V / 4);
-  extern __shared__ float4 acc_w[];  // [kSlots][blockDim.x], then acc_b likewise (LayerNorm)
-  float4* acc_b = acc_w + kSlots * blockDim.x;
-  __shared__ float scratch[32];
-  __shared__ float2 scratch2[32];
+// The backward of rows cached in shared memory. A group of rows (rows_per_group consecutive rows)
+// belongs to one block, or to a cluster of `cluster` blocks each holding a slice of the columns.
+// Thread t of a block owns packs t, t + blockDim.x, ... (P of them) of the block's slice in every
+// row: it copies them into a ring of kStages row stages with cp.async (kStages - 1 rows ahead, so
+// DRAM stays busy through the reductions and barriers), reads only those packs back (no barrier
+// is needed for the copies), and keeps its columns' dweight/dbias sums in registers over the
+// group's rows. At the end each block writes its slice of the group's partial row to dw_part /
+// db_part ([groups, dim] fp32), summed over groups in a fixed order by sum_partials.
+template <Kind kKind, class T, int P>
+__global__ void __launch_bounds__(kStagedThreads)
+    backward_staged(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
+                    T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part, long long rows,
+                    int dim, float eps, int cluster, long long rows_per_group) {
+  constexpr int V = 16 / sizeof(T);
+  using PackT = Pack<T, V>;
+  extern __shared__ __align__(16) unsigned char staged_smem[];  // [kStages][x, dy][slice] packs
+  __shared__ float scratch1[32];
+  __shared__ float2 scratch2[2][32];  // RMSNorm's one reduction a row alternates buffers
   __shared__ float3 scratch3[32];
-  const BackGroup G{group};
-  const auto column = [&](int k) { return G.column<V>(k); };
-#pragma unroll
-  for (int k = 0; k < K; ++k)
-#pragma unroll
-    for (int q = 0; q < V / 4; ++q) {
-      acc_slot<V>(acc_w, k, q) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if constexpr (kKind == Kind::layer) acc_slot<V>(acc_b, k, q) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
+  __shared__ float slot1;
+  __shared__ float2 slot2;
+  __shared__ float3 slot3;
 
-  // Every group runs the same number of steps (the reductions synchronize the block); a group
-  // whose row is past the end works on zeros and stores and accumulates nothing.
-  const long long step = static_cast<long long>(gridDim.x) * G.count();
-  long long row = static_cast<long long>(blockIdx.x) * G.count() + G.index();
-  Pack<T, V> xp[K], gp[K];
-  if (row < rows) {
-    load_row<T, V, K>(x + row * dim, dim, column, xp);
-    load_row<T, V, K>(dy + row * dim, dim, column, gp);
-  }
-  for (long long base = static_cast<long long>(blockIdx.x) * G.count(); base < rows; base += step, row += step) {
-    const bool active = row < rows;
-    if (!active) {
+  const int packs = dim / V;
+  const int slice = (packs + cluster - 1) / cluster;
+  const int first = static_cast<int>(blockIdx.x % cluster) * slice;
+  const int count = min(packs, first + slice) - first;  // this block's packs
+  const long long group = blockIdx.x / cluster;
+  const long long row0 = group * rows_per_group;
+  const long long n = max(0LL, min(rows_per_group, rows - row0));
+  const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
+  PackT* cache = reinterpret_cast<PackT*>(staged_smem);
+  const PackT* xg = reinterpret_cast<const PackT*>(x);
+  const PackT* gg = reinterpret_cast<const PackT*>(dy);
+
+  // Row i of the group into stage i % kStages; one commit per call, empty past the group's end,
+  // so that wait_copies_but<kStages - 1> always means "row i has landed".
+  const auto copy_row = [&](long long i) {
+    if (i < n) {
+      const long long base = (row0 + i) * packs + first;
+      PackT* stage = cache + (i % kStages) * 2 * slice;
 #pragma unroll
-      for (int k = 0; k < K; ++k)
-#pragma unroll
-        for (int j = 0; j < V; ++j) xp[k].v[j] = gp[k].v[j] = from_float<T>(0.0f);
-    }
-    Pack<T, V> xn[K], gn[K];
-    if constexpr (kPrefetch) {
-      if (row + step < rows) {
-        load_row<T, V, K>(x + (row + step) * dim, dim, column, xn);
-        load_row<T, V, K>(dy + (row + step) * dim, dim, column, gn);
+      for (int p = 0; p < P; ++p) {
+        const int k = tid + p * threads;
+        if (k < count) {
+          copy_pack(stage + k, xg + base + k);
+          copy_pack(stage + slice + k, gg + base + k);
+        }
       }
     }
+    commit_copies();
+  };
+  for (int i = 0; i < kStages - 1; ++i) copy_row(i);
+
+  PackT w[P];  // this thread's weight packs, raw
+  float dw[P][V] = {}, db[P][V] = {};
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int k = tid + p * threads;
+    if (k < count) w[p] = reinterpret_cast<const PackT*>(weight)[first + k];
+  }
+  const float inv_dim = 1.0f / static_cast<float>(dim);
+
+  for (long long i = 0; i < n; ++i) {
+    // The stage written here was last read by this thread itself, in row i - 1.
+    copy_row(i + kStages - 1);
+    wait_copies_but<kStages - 1>();
+    const PackT* xs = cache + (i % kStages) * 2 * slice;
+    const PackT* gs = xs + slice;
 
     float mean = 0.0f;
     if constexpr (kKind == Kind::layer) {
       float s = 0.0f;
 #pragma unroll
-      for (int k = 0; k < K; ++k)
+      for (int p = 0; p < P; ++p) {
+        const int k = tid + p * threads;
+        if (k >= count) continue;
+        const PackT a = xs[k];
 #pragma unroll
-        for (int j = 0; j < V; ++j) s += to_float(xp[k].v[j]);
-      mean = G.sum(s, scratch) / static_cast<float>(dim);
+        for (int j = 0; j < V; ++j) s += to_float(a.v[j]);
+      }
+      mean = staged_sum(s, scratch1, &slot1, cluster) * inv_dim;
     }
-    // (sum (x - mean)^2, sum g, sum g (x - mean)); the padding has x = dy = 0 but x - mean != 0.
+    // (sum (x - mean)^2, sum g, sum g (x - mean)) with g = dy * weight; the mean is known first
+    // so a large common offset does not cancel.
     float3 sums = {0.0f, 0.0f, 0.0f};
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int c = column(k);
-      if (c >= dim) continue;
-      float xv[V], gv[V], w[V];
-      unpack(xp[k], xv);
-      unpack(gp[k], gv);
-      load_floats<T, V>(weight + c, w);
+    for (int p = 0; p < P; ++p) {
+      const int k = tid + p * threads;
+      if (k >= count) continue;
+      const PackT a = xs[k], b = gs[k];
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        const float d = xv[j] - mean;
-        const float g = gv[j] * w[j];
+        const float d = to_float(a.v[j]) - mean;
+        const float g = to_float(b.v[j]) * to_float(w[p].v[j]);
         sums.x += d * d;
         sums.y += g;
         sums.z += g * d;
       }
     }
     if constexpr (kKind == Kind::layer) {
-      sums = G.sum(sums, scratch3);
+      sums = staged_sum(sums, scratch3, &slot3, cluster);
     } else {
-      const float2 s2 = G.sum(make_float2(sums.x, sums.z), scratch2);
+      const float2 s2 = staged_sum(make_float2(sums.x, sums.z), scratch2[i & 1], &slot2, cluster);
       sums = {s2.x, 0.0f, s2.y};
     }
-    const float inv_dim = 1.0f / static_cast<float>(dim);
     const float rstd = rsqrtf(sums.x * inv_dim + eps);
     const float mean_g = kKind == Kind::layer ? sums.y * inv_dim : 0.0f;
     const float mean_gx = rstd * sums.z * inv_dim;  // mean(g * xhat)
 
+    PackT* out = reinterpret_cast<PackT*>(dx) + (row0 + i) * packs + first;
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int c = column(k);
-      if (c >= dim) continue;
-      float xv[V], gv[V], w[V], d[V];
-      unpack(xp[k], xv);
-      unpack(gp[k], gv);
-      load_floats<T, V>(weight + c, w);
+    for (int p = 0; p < P; ++p) {
+      const int k = tid + p * threads;
+      if (k >= count) continue;
+      const PackT a = xs[k], b = gs[k];
+      float d[V];
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        xv[j] = (xv[j] - mean) * rstd;  // xhat
-        d[j] = rstd * (gv[j] * w[j] - mean_g - xv[j] * mean_gx);
+        const float xhat = (to_float(a.v[j]) - mean) * rstd;
+        const float gy = to_float(b.v[j]);
+        d[j] = rstd * (gy * to_float(w[p].v[j]) - mean_g - xhat * mean_gx);
+        dw[p][j] += gy * xhat;
+        if constexpr (kKind == Kind::layer) db[p][j] += gy;
       }
-      if (!active) continue;  // with eps = 0 a zero row's xhat is NaN: keep it out of the sums
-      store_floats<T, V>(dx + row * dim + c, d);
-#pragma unroll
-      for (int q = 0; q < V / 4; ++q) {
-        float4& a = acc_slot<V>(acc_w, k, q);
-        a.x += gv[4 * q] * xv[4 * q];
-        a.y += gv[4 * q + 1] * xv[4 * q + 1];
-        a.z += gv[4 * q + 2] * xv[4 * q + 2];
-        a.w += gv[4 * q + 3] * xv[4 * q + 3];
-        if constexpr (kKind == Kind::layer) {
-          float4& b = acc_slot<V>(acc_b, k, q);
-          b.x += gv[4 * q];
-          b.y += gv[4 * q + 1];
-          b.z += gv[4 * q + 2];
-          b.w += gv[4 * q + 3];
-        }
-      }
-    }
-    if constexpr (kPrefetch) {
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        xp[k] = xn[k];
-        gp[k] = gn[k];
-      }
-    } else if (row + step < rows) {
-      load_row<T, V, K>(x + (row + step) * dim, dim, column, xp);
-      load_row<T, V, K>(dy + (row + step) * dim, dim, column, gp);
+      store_pack<T, V>(out + k, d);
     }
   }
 
-  // The groups own the same columns: group 0 adds their slots in group order.
-  __syncthreads();
-  if (G.index() != 0) return;
-  float4* pw = reinterpret_cast<float4*>(dw_part + static_cast<long long>(blockIdx.x) * dim);
-  float4* pb = kKind == Kind::layer ? reinterpret_cast<float4*>(db_part + static_cast<long long>(blockIdx.x) * dim)
-                                    : nullptr;
+  float* pw = dw_part + group * dim;
+  float* pb = kKind == Kind::layer ? db_part + group * dim : nullptr;
 #pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int c = column(k);
-    if (c >= dim) continue;
+  for (int p = 0; p < P; ++p) {
+    const int k = tid + p * threads;
+    if (k >= count) continue;
+    const int c = (first + k) * V;
 #pragma unroll
     for (int q = 0; q < V / 4; ++q) {
-      const int slot = (k * (V / 4) + q) * blockDim.x + threadIdx.x;
-      pw[c / 4 + q] = groups_total(acc_w, slot, G);
-      if constexpr (kKind == Kind::layer) pb[c / 4 + q] = groups_total(acc_b, slot, G);
+      reinterpret_cast<float4*>(pw + c)[q] =
+          make_float4(dw[p][4 * q], dw[p][4 * q + 1], dw[p][4 * q + 2], dw[p][4 * q + 3]);
+      if constexpr (kKind == Kind::layer)
+        reinterpret_cast<float4*>(pb + c)[q] =
+            make_float4(db[p][4 * q], db[p][4 * q + 1], db[p][4 * q + 2], db[p][4 * q + 3]);
     }
   }
 }
@@ -508,22 +495,43 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-// out[c] = sum over p of part[p, c], in a fixed order. Block (32, kSumSlices): 32 columns, each
-// slice sums every kSumSlices-th partial row, then slice 0 adds the slices in order.
-template <class T>
-__global__ void sum_partials(const float* __restrict__ part, int parts, int dim, T* __restrict__ out) {
-  __shared__ float tile[kSumSlices][33];
-  const int c = blockIdx.x * 32 + threadIdx.x;
-  float s = 0.0f;
+// out[c] = sum over p of part[p, c], in a fixed order, for dweight (blockIdx.y 0) and dbias (1).
+// Block (32, kSumSlices): 32 x W columns (W = 4: float4 loads, dim % 4 == 0), each slice sums
+// every kSumSlices-th partial row, then slice 0 adds the slices in order.
+template <class T, int W>
+__global__ void __launch_bounds__(32 * kSumSlices)
+    sum_partials(const float* __restrict__ dw_part, const float* __restrict__ db_part, int parts, int dim,
+                 T* __restrict__ dweight, T* __restrict__ dbias) {
+  __shared__ float tile[kSumSlices][32 * W + 1];
+  const float* part = blockIdx.y == 0 ? dw_part : db_part;
+  T* out = blockIdx.y == 0 ? dweight : dbias;
+  const int c = (blockIdx.x * 32 + threadIdx.x) * W;
+  float s[W] = {};
   if (c < dim)
-    for (int p = threadIdx.y; p < parts; p += kSumSlices) s += part[static_cast<long long>(p) * dim + c];
-  tile[threadIdx.y][threadIdx.x] = s;
+    for (int p = threadIdx.y; p < parts; p += kSumSlices) {
+      const float* src = part + static_cast<long long>(p) * dim + c;
+      if constexpr (W == 4) {
+        const float4 v = *reinterpret_cast<const float4*>(src);
+        s[0] += v.x;
+        s[1] += v.y;
+        s[2] += v.z;
+        s[3] += v.w;
+      } else {
+#pragma unroll
+        for (int j = 0; j < W; ++j) s[j] += src[j];
+      }
+    }
+#pragma unroll
+  for (int j = 0; j < W; ++j) tile[threadIdx.y][threadIdx.x * W + j] = s[j];
   __syncthreads();
   if (threadIdx.y != 0 || c >= dim) return;
-  float total = 0.0f;
 #pragma unroll
-  for (int i = 0; i < kSumSlices; ++i) total += tile[i][threadIdx.x];
-  out[c] = from_float<T>(total);
+  for (int j = 0; j < W; ++j) {
+    float total = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kSumSlices; ++i) total += tile[i][threadIdx.x * W + j];
+    out[c + j] = from_float<T>(total);
+  }
 }
 
 int pow2_at_least(long long n) {
@@ -547,21 +555,6 @@ ForwardPlan plan_forward(long long dim, int v) {
   const long long threads = std::max(64, pow2_at_least((packs + kForwardPacks - 1) / kForwardPacks));
   if (threads > 1024) return {false, 1024, 0};
   return {false, static_cast<int>(threads), pow2_at_least((packs + threads - 1) / threads)};
-}
-
-// Backward: a row per `group` threads (a power of two from 32 to 1024) with one pack each, or
-// for longer rows a row per kLongBackwardThreads threads with kMaxBackwardPacks packs each;
-// k = 0 when the row does not fit.
-struct BackwardPlan {
-  int group;
-  int k;
-};
-
-BackwardPlan plan_backward(long long dim, int v) {
-  const long long packs = dim / v;
-  if (packs <= kBackwardThreads) return {std::max(32, pow2_at_least(packs)), 1};
-  const bool fits = packs <= static_cast<long long>(kLongBackwardThreads) * kMaxBackwardPacks;
-  return {kLongBackwardThreads, fits ? kMaxBackwardPacks : 0};
 }
 
 // Calls make(integral_constant<int, K>) for the runtime k in {1, 2, 4, 8} allowed by kMax;
@@ -666,13 +659,110 @@ template <class Kernel>
 long long resident_blocks(Kernel kernel, int threads, std::size_t smem) {
   int per_sm = 0;
   IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
-  return std::max(1LL, static_cast<long long>(sm_count()) * per_sm);
+  return static_cast<long long>(sm_count()) * per_sm;
+}
+
+// How backward_staged holds a row: `cluster` blocks of `threads` threads with `packs` packs each
+// (a thread's share of its block's slice of ceil(row packs / cluster)), `smem` bytes of stages.
+// cluster == 0: the row does not fit.
+struct StagedPlan {
+  int cluster = 0;
+  int threads = 0;
+  int packs = 0;
+  int smem = 0;
+};
+
+StagedPlan plan_staged(long long dim, int v) {
+  const long long packs = dim / v;
+  for (int c = 1; c <= kMaxStagedCluster; c *= 2) {
+    const long long slice = (packs + c - 1) / c;
+    if (slice * 32 > kStageBytes) continue;  // 16 bytes each of x and dy a pack
+    int p = 1;
+    while (p < kMaxStagedPacks && slice > static_cast<long long>(p) * kPreferredStagedThreads) p *= 2;
+    const long long threads = ((slice + p - 1) / p + 31) / 32 * 32;
+    if (threads > kStagedThreads) continue;
+    return {c, static_cast<int>(threads), p, static_cast<int>(kStages * slice * 32)};
+  }
+  return {};
+}
+
+// Groups (blocks or clusters) of `kernel` that run at once; clusters are placed within a GPC, so
+// with one block an SM fewer than SMs / cluster may fit. 0 when none can run.
+template <class Kernel>
+long long resident_groups(Kernel kernel, const StagedPlan& plan, cudaStream_t s) {
+  if (plan.cluster == 1) return resident_blocks(kernel, plan.threads, plan.smem);
+  cudaFuncAttributes built{};
+  IGNIS_CUDA_CHECK(cudaFuncGetAttributes(&built, kernel));
+  if (built.ptxVersion < 90) return 0;  // JIT-built from the compute_80 PTX: no clusters
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config =
+      rows_launch_config(RowPlan{plan.cluster, plan.threads, plan.smem}, 1, s, &attribute);
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: the caller falls back to the looping kernel
+    return 0;
+  }
+  return clusters;
 }
 
 template <class T>
-using RegsBackward = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float, int);
+using BackwardKernel = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float, int,
+                                long long);
 template <class T>
 using LoopBackward = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float);
+
+// The partial rows' sums into dweight (and dbias), zeros when there are no parts.
+template <class T>
+void sum_partials_into(const float* dw_part, const float* db_part, long long parts, long long dim, T* dweight,
+                       T* dbias, cudaStream_t s) {
+  const dim3 block(32, kSumSlices);
+  const unsigned sums = dbias != nullptr ? 2 : 1;
+  if (dim % 4 == 0)
+    sum_partials<T, 4><<<dim3(ceil_div(dim, 128), sums), block, 0, s>>>(
+        dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
+  else
+    sum_partials<T, 1><<<dim3(ceil_div(dim, 32), sums), block, 0, s>>>(
+        dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
+  IGNIS_CHECK_LAUNCH();
+}
+
+// Runs backward_staged when the row fits it; false (nothing queued) when it does not or a
+// cluster launch is refused.
+template <Kind kKind, class T>
+bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dweight, T* dbias, long long rows,
+                            long long dim, float eps, cudaStream_t s) {
+  constexpr int V = 16 / sizeof(T);
+  const StagedPlan plan = plan_staged(dim, V);
+  // 192 KB of stages fit sm_90 (227 KB a block) but not every device that runs the compute_80 PTX.
+  if (plan.cluster == 0 || plan.smem + 1024 > device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) return false;
+  BackwardKernel<T> kernel = nullptr;
+  switch (plan.packs) {
+    case 1: kernel = &backward_staged<kKind, T, 1>; break;
+    case 2: kernel = &backward_staged<kKind, T, 2>; break;
+    case 4: kernel = &backward_staged<kKind, T, 4>; break;
+    default: return false;
+  }
+  IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
+  IGNIS_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  // About two blocks an SM (fewer when fewer fit): enough loads in flight, few partial rows.
+  const long long resident = resident_groups(kernel, plan, s);
+  if (resident <= 0) return false;
+  const long long max_groups = std::min({rows, resident, std::max(1LL, 2LL * sm_count() / plan.cluster)});
+  const long long rows_per_group = (rows + max_groups - 1) / max_groups;
+  const long long groups = (rows + rows_per_group - 1) / rows_per_group;  // each with at least one row
+  const long long sums = kKind == Kind::layer ? 2 : 1;
+  Workspace partial(static_cast<std::size_t>(sums * groups * dim) * sizeof(float), s);
+  float* dw_part = partial.floats();
+  float* db_part = kKind == Kind::layer ? dw_part + groups * dim : nullptr;
+  const RowPlan launch{plan.cluster, plan.threads, plan.smem};
+  if (!launch_rows(kernel, launch, groups, Stream{static_cast<void*>(s)}, xp, wp, gp, dxp, dw_part, db_part, rows, static_cast<int>(dim),
+                   eps, plan.cluster, rows_per_group))
+    return false;
+  IGNIS_CHECK_LAUNCH();
+  sum_partials_into(dw_part, db_part, groups, dim, dweight, dbias, s);
+  return true;
+}
 
 template <Kind kKind, class T>
 void backward(const char* where, const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dx,
@@ -684,51 +774,28 @@ void backward(const char* where, const Tensor& x, const Tensor& weight, const Te
   const T* wp = weight.data_as<const T>();
   const T* gp = dy.data_as<const T>();
   T* dxp = dx.data_as<T>();
+  T* dwp = dweight.data_as<T>();
+  T* dbp = dbias != nullptr ? dbias->data_as<T>() : nullptr;
   const cudaStream_t s = to_cuda(stream);
-  const long long sums = kKind == Kind::layer ? 2 : 1;
 
   const bool packed = pack_width<T>(dim, {xp, wp, gp, dxp}) == V;
-  RegsBackward<T> regs = nullptr;
-  BackwardPlan plan{};
-  if (packed) {
-    plan = plan_backward(dim, V);
-    if (plan.k == 1) regs = &backward_regs<kKind, T, V, 1>;
-    if (plan.k == kMaxBackwardPacks) regs = &backward_regs<kKind, T, V, kMaxBackwardPacks>;
-  }
+  if (packed && rows > 0 && backward_staged_launch<kKind, T>(xp, wp, gp, dxp, dwp, dbp, rows, dim, eps, s)) return;
+
+  // Unaligned rows, rows past kMaxStagedCluster blocks' slices, refused clusters, and no rows.
   const LoopBackward<T> loop = packed ? &backward_loop<kKind, T, V> : &backward_loop<kKind, T, 1>;
-  const int threads = regs != nullptr ? backward_threads(plan.k) : packed ? 1024 : loop_threads(dim, 1);
-  // The regs kernel's accumulators: one float per element a thread holds, per sum.
-  const std::size_t smem = regs != nullptr ? static_cast<std::size_t>(sums * threads * plan.k * V) * sizeof(float) : 0;
-  long long blocks = 0;
-  if (regs != nullptr) {
-    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(regs, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    const long long groups = threads / plan.group;
-    blocks = std::min((rows + groups - 1) / groups, resident_blocks(regs, threads, smem));
-  } else {
-    blocks = std::min(rows, resident_blocks(loop, threads, 0));
-  }
+  const int threads = packed ? 1024 : loop_threads(dim, 1);
+  const long long blocks = std::min(rows, std::max(1LL, resident_blocks(loop, threads, 0)));
+  const long long sums = kKind == Kind::layer ? 2 : 1;
   Workspace partial(static_cast<std::size_t>(sums * blocks * dim) * sizeof(float), s);
   float* dw_part = partial.floats();
   float* db_part = kKind == Kind::layer && blocks > 0 ? dw_part + blocks * dim : nullptr;
   if (blocks > 0) {
-    if (regs != nullptr)
-      regs<<<static_cast<unsigned>(blocks), threads, smem, s>>>(xp, wp, gp, dxp, dw_part, db_part, rows,
-                                                                static_cast<int>(dim), eps, plan.group);
-    else
-      loop<<<static_cast<unsigned>(blocks), threads, 0, s>>>(xp, wp, gp, dxp, dw_part, db_part, rows,
-                                                             static_cast<int>(dim), eps);
+    loop<<<static_cast<unsigned>(blocks), threads, 0, s>>>(xp, wp, gp, dxp, dw_part, db_part, rows,
+                                                           static_cast<int>(dim), eps);
     IGNIS_CHECK_LAUNCH();
   }
-  // With no rows the sums are empty: the kernels below write zeros.
-  const dim3 sum_block(32, kSumSlices);
-  sum_partials<T><<<ceil_div(dim, 32), sum_block, 0, s>>>(dw_part, static_cast<int>(blocks), static_cast<int>(dim),
-                                                          dweight.data_as<T>());
-  IGNIS_CHECK_LAUNCH();
-  if (dbias != nullptr) {
-    sum_partials<T><<<ceil_div(dim, 32), sum_block, 0, s>>>(db_part, static_cast<int>(blocks), static_cast<int>(dim),
-                                                            dbias->data_as<T>());
-    IGNIS_CHECK_LAUNCH();
-  }
+  // With no rows the sums are empty: zeros.
+  sum_partials_into(dw_part, db_part, blocks, dim, dwp, dbp, s);
 }
 
 template <Kind kKind>

@@ -1,20 +1,14 @@
 // Rotary embedding: one thread owns a few rotation pairs (or a few pass-through elements) of
 // one token and walks a group of that token's heads, so each cos/sin is computed once per
 // group instead of once per head. Accesses are 16-byte packs when head_dim, rotary_dim and the
-// pointers allow. The angle is reduced to [-pi, pi] in double before sincosf: at position 1e6
-// an fp32 product position * inv_freq would be off by ~0.03 rad.
+// pointers allow. The angle comes from rope_angle.cuh (reduced in double).
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
+#include "cuda/common/rope_angle.cuh"
 #include "cuda/ops/rope.h"
 
 namespace ignis::cuda {
 namespace {
-
-// 2*pi split into a double and the remainder, so k * 2*pi is subtracted with ~1e-16 relative
-// error for the k ~ 1e5 turns of position 1e6.
-constexpr double kTwoPiHi = 6.283185307179586;
-constexpr double kTwoPiLo = 2.4492935982947064e-16;
-constexpr double kInvTwoPi = 0.15915494309189535;
 
 struct RopeGrid {
   int tokens;      // batch * seqlen
@@ -26,20 +20,6 @@ struct RopeGrid {
   long long position_offset;
   float attention_factor, sin_sign;
 };
-
-// pos * inv_freq is exact in double for pos < 2^29 (a 24-bit times a 29-bit significand).
-// kFast: __sincosf, whose absolute error on the reduced angle (|t| <= pi) is ~2^-21, far below
-// a 16-bit ulp; it has none of sincosf's slow path for large arguments. f32 keeps sincosf.
-template <bool kFast>
-__device__ __forceinline__ void angle_cos_sin(long long pos, float inv_freq, float& c, float& s) {
-  const double angle = static_cast<double>(pos) * static_cast<double>(inv_freq);
-  const double turns = rint(angle * kInvTwoPi);
-  const double reduced = fma(-turns, kTwoPiLo, fma(-turns, kTwoPiHi, angle));
-  if constexpr (kFast)
-    __sincosf(static_cast<float>(reduced), &s, &c);
-  else
-    sincosf(static_cast<float>(reduced), &s, &c);
-}
 
 // N consecutive elements: one aligned pack when kVec, else element by element (odd head_dim).
 template <class T, int N, bool kVec>

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Attention forward benchmark: ignis.attention (the fused tensor-core kernel on bf16/f16) against
+torch's scaled_dot_product_attention backends (flash, cuDNN, memory-efficient), in TFLOP/s.
+
+Run on a GPU machine after `pip install .`:
+    python3 bench/bench_attention.py [--out bench-attention.md] [--reps 20] [--dtype bf16]
+
+Shapes follow the FlashAttention papers' sweep: batch * seqlen = 16384 tokens and heads * head_dim =
+2048, seqlen 512..16384, head_dim 64 and 128, causal and full. FLOPs = 4 * batch * heads * seqlen^2 *
+head_dim (two matmuls), halved when causal. Times are device times (bench_ops.device_ms: CUDA events,
+a spin kernel queued first, median of --reps). torch gets [batch, heads, seqlen, head_dim] contiguous
+inputs (its native layout), ignis the flash_attn layout [batch, seqlen, heads, head_dim]. The last
+column is max |ignis - torch flash| over the output, a sanity check (both round to bf16).
+"""
+import argparse
+import datetime
+import sys
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import ignis
+from bench_ops import device_ms
+
+TOKENS = 16384
+WIDTH = 2048  # heads * head_dim
+SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
+HEAD_DIMS = [64, 128]
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+BACKENDS = {
+    "torch flash": SDPBackend.FLASH_ATTENTION,
+    "torch cudnn": SDPBackend.CUDNN_ATTENTION,
+    "torch efficient": SDPBackend.EFFICIENT_ATTENTION,
+}
+
+
+def flops(batch, heads, seqlen, head_dim, causal):
+    f = 4 * batch * heads * seqlen * seqlen * head_dim
+    return f / 2 if causal else f
+
+
+def tflops(f, ms):
+    return f / (ms * 1e-3) / 1e12
+
+
+def torch_call(backend, causal):
+    def call(q, k, v):
+        with sdpa_kernel(backend):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    return call
+
+
+def bench_shape(seqlen, head_dim, causal, dtype, reps):
+    batch, heads = TOKENS // seqlen, WIDTH // head_dim
+    sets = 2
+    ours = [tuple(torch.randn(batch, seqlen, heads, head_dim, device="cuda", dtype=dtype) for _ in range(3))
+            for _ in range(sets)]
+    theirs = [tuple(x.transpose(1, 2).contiguous() for x in s) for s in ours]
+    f = flops(batch, heads, seqlen, head_dim, causal)
+    row = {"shape": f"B{batch} S{seqlen} H{heads} D{head_dim} {'causal' if causal else 'full'}"}
+    ms = device_ms(lambda q, k, v: ignis.attention(q, k, v, causal=causal), ours, reps, warmup=3)
+    row["ignis"] = tflops(f, ms)
+    for name, backend in BACKENDS.items():
+        try:
+            ms = device_ms(torch_call(backend, causal), theirs, reps, warmup=3)
+            row[name] = tflops(f, ms)
+        except RuntimeError as e:  # a backend that does not take this shape or dtype
+            row[name] = None
+            print(f"  {name} skipped on {row['shape']}: {str(e).splitlines()[0]}", file=sys.stderr)
+    try:
+        ref = torch_call(SDPBackend.FLASH_ATTENTION, causal)(*theirs[0]).transpose(1, 2)
+        row["diff"] = (ignis.attention(*ours[0], causal=causal).float() - ref.float()).abs().max().item()
+    except RuntimeError:
+        row["diff"] = None
+    return row
+
+
+def fmt(x, digits=1):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--dtype", choices=list(DTYPES), default="bf16")
+    parser.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
+    parser.add_argument("--out", help="also write the table to this markdown file")
+    args = parser.parse_args()
+    dtype = DTYPES[args.dtype]
+    name = torch.cuda.get_device_name(0)
+    lines = [f"# Attention forward, {args.dtype}, {name}, {datetime.date.today()}", "",
+             "TFLOP/s (4 B H S^2 D, halved when causal); ratio = ignis / best torch backend.", "",
+             "| shape | ignis | " + " | ".join(BACKENDS) + " | ratio | max diff |",
+             "|---|---:|" + "---:|" * len(BACKENDS) + "---:|---:|"]
+    print("\n".join(lines), flush=True)
+    for causal in (False, True):
+        for head_dim in HEAD_DIMS:
+            for seqlen in map(int, args.seqlens.split(",")):
+                row = bench_shape(seqlen, head_dim, causal, dtype, args.reps)
+                peers = [row[n] for n in BACKENDS if row[n] is not None]
+                ratio = row["ignis"] / max(peers) if peers else None
+                line = (f"| {row['shape']} | {fmt(row['ignis'])} | " + " | ".join(fmt(row[n]) for n in BACKENDS) +
+                        f" | {fmt(ratio, 2)} | {fmt(row['diff'], 4)} |")
+                lines.append(line)
+                print(line, flush=True)
+                torch.cuda.empty_cache()
+    if args.out:
+        with open(args.out, "w") as out:
+            out.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+#pragma once
+// Fused attention forward on tensor cores (FlashAttention-2 style: K/V tiles streamed through
+// shared memory, online softmax in fp32, the seqlen_q x seqlen_k matrix never stored). Same
+// semantics as attention_naive_forward (ignis/ops/attention.h): bottom-right aligned causal
+// mask, sliding windows, softcap, grouped-query heads, any sequence lengths, a row with no
+// visible key gives o = 0 and lse = -inf; params.scale 0 means 1 / sqrt(head_dim).
+#include <cstdint>
+
+#include "ignis/attention_params.h"
+#include "ignis/stream.h"
+#include "ignis/tensor.h"
+
+namespace ignis {
+
+// CUDA bf16 and f16 (inputs stored in that dtype, accumulated in fp32).
+bool flash_attention_supported(Device device, DType dtype);
+// Head dims with a compiled kernel.
+bool flash_attention_head_dim_supported(std::int64_t head_dim);
+
+// q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim] with
+// heads_q % heads_kv == 0 (query head h reads kv head h / (heads_q / heads_kv)), head_dim 64 or 128;
+// lse: [batch, heads_q, seqlen_q] f32 (natural log), or an undefined Tensor() for none.
+// All contiguous, on one device, data 16-byte aligned.
+void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
+                             const AttentionParams& params, Stream stream = {});
+
+// The same over a KV cache read in place. k_cache, v_cache: [batch, max_seqlen, heads_kv, head_dim];
+// seqlens_k: [batch] i32 on q's device: sequence b has seqlens_k[b] keys (its first rows; a length
+// outside [0, max_seqlen] is clamped) and its seqlen_q queries are its last seqlen_q positions.
+// The launch depends on the shapes only, so a captured call replays as the lengths change.
+void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                     const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
+                                     const AttentionParams& params, Stream stream = {});
+
+}  // namespace ignis

@@ -1,0 +1,339 @@
+// Flash attention forward on tensor cores (mma.sync m16n8k16, fp32 accumulation, sm_80+).
+//
+// One thread block of 4 warps per (64 query rows, query head, sequence); warp w owns query rows
+// 16w..16w+15 of the block (one m16 fragment). The block walks the K/V tiles of 64 keys that some
+// of its rows can see; tile n+1 is copied to shared memory (cp.async, double buffered) while tile
+// n is computed. Per tile and warp: S = Q K^T (16 x 64, fp32 registers), scores scaled into the
+// log2 domain and masked, an online softmax update (running max m and partial sum l per row),
+// P rounded to T and O += P V (16 x head_dim, fp32 registers). The N x N matrix is never stored.
+// Shared rows are padded by 16 bytes so the 8 row addresses of an ldmatrix hit distinct banks.
+// See docs/PERF_NOTES.md for the tile sizes and the expected speed.
+#include <climits>
+
+#include "cuda/common/launch.cuh"
+#include "cuda/ops/flash_attention.h"
+#include "cuda/ops/flash_mma.cuh"
+
+namespace ignis::cuda {
+namespace {
+
+using flash::cp_async_16;
+using flash::exp2_approx;
+using flash::smem_address;
+
+constexpr int kBlockM = 64;  // query rows per block
+constexpr int kBlockN = 64;  // keys per K/V tile
+constexpr int kWarps = kBlockM / 16;
+constexpr int kThreads = kWarps * 32;
+constexpr double kLog2e = 1.4426950408889634;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <int D>
+struct Layout {
+  static constexpr int kStride = D + 8;  // shared row stride in elements (16 bytes of padding)
+  static constexpr int kTile = 64 * kStride;
+  // Q, then K buffers 0 and 1, then V buffers 0 and 1.
+  static constexpr int kSmemBytes = 5 * kTile * 2;
+};
+
+struct Args {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;             // null for none
+  const int* seqlens_k;   // null: every sequence has seqlen_k keys
+  int seqlen_q, seqlen_k;  // seqlen_k: rows of k and v per sequence (the capacity of a cache)
+  int heads_q, heads_kv, group;
+  float scale_log2;   // scale * log2(e), without softcap
+  float cap_inner;    // scale / softcap
+  float cap_log2;     // softcap * log2(e); 0 when softcap is off
+  bool causal;
+  int window_left, window_right;  // -1: unlimited
+};
+
+// Keys of rows [first_row, last_row] under the mask: `any_*` bounds the keys some row sees,
+// `all_*` the keys every row sees (a tile inside [all_lo, all_hi] needs no mask).
+struct KeyRange {
+  int any_lo, any_hi, all_lo, all_hi;
+};
+
+__device__ __forceinline__ KeyRange key_range(const Args& a, int seqlen_k, int diag, int first_row, int last_row) {
+  KeyRange r{0, seqlen_k - 1, 0, seqlen_k - 1};
+  if (a.window_left >= 0) {
+    r.any_lo = max(0, first_row + diag - a.window_left);
+    r.all_lo = last_row + diag - a.window_left;
+  }
+  if (a.causal) {
+    r.any_hi = min(r.any_hi, last_row + diag);
+    r.all_hi = min(r.all_hi, first_row + diag);
+  }
+  if (a.window_right >= 0) {
+    r.any_hi = min(r.any_hi, last_row + diag + a.window_right);
+    r.all_hi = min(r.all_hi, first_row + diag + a.window_right);
+  }
+  return r;
+}
+
+__device__ __forceinline__ bool visible(const Args& a, int seqlen_k, int diag, int row, int key) {
+  const int rel = key - row - diag;  // key position relative to the row's diagonal
+  return key < seqlen_k && (!a.causal || rel <= 0) && (a.window_left < 0 || rel >= -a.window_left) &&
+         (a.window_right < 0 || rel <= a.window_right);
+}
+
+// Copies rows [row0, row0 + 64) of one head into a shared tile; rows at or past `rows` become zeros
+// (so masked keys never bring NaN into P V). base: row 0 of the head; row_stride in elements.
+template <class T, int D>
+__device__ __forceinline__ void load_tile(T* tile, const T* base, long long row_stride, int row0, int rows) {
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  for (int c = threadIdx.x; c < 64 * kChunks; c += kThreads) {
+    const int r = c / kChunks, col = (c % kChunks) * 8;
+    const bool valid = row0 + r < rows;
+    const T* src = valid ? base + static_cast<long long>(row0 + r) * row_stride + col : base;
+    cp_async_16(smem_address(tile + r * Layout<D>::kStride + col), src, valid);
+  }
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
+  constexpr int kStride = Layout<D>::kStride;
+  constexpr int kTile = Layout<D>::kTile;
+  constexpr int kSteps = D / 16;  // k-steps of Q K^T, and dim tile pairs of P V
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* const s_q = reinterpret_cast<T*>(smem);
+  T* const s_k = s_q + kTile;      // buffer i at s_k + i * kTile
+  T* const s_v = s_k + 2 * kTile;  // buffer i at s_v + i * kTile
+
+  // Blocks with later query rows see more keys under a causal mask: start them first.
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * kBlockM;
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int kv_h = h / a.group;
+  int seqlen_k = a.seqlen_k;
+  if (a.seqlens_k) seqlen_k = min(max(a.seqlens_k[b], 0), a.seqlen_k);
+  const int diag = seqlen_k - a.seqlen_q;  // query i's diagonal key is i + diag
+
+  const long long q_stride = static_cast<long long>(a.heads_q) * D;
+  const long long kv_stride = static_cast<long long>(a.heads_kv) * D;
+  const long long q_head0 = (static_cast<long long>(b) * a.seqlen_q * a.heads_q + h) * D;  // row 0 of (b, h)
+  const long long kv_head0 = (static_cast<long long>(b) * a.seqlen_k * a.heads_kv + kv_h) * D;
+  const T* q = static_cast<const T*>(a.q) + q_head0;
+  const T* k = static_cast<const T*>(a.k) + kv_head0;
+  const T* v = static_cast<const T*>(a.v) + kv_head0;
+  T* o = static_cast<T*>(a.o) + q_head0;
+  float* lse = a.lse ? a.lse + (static_cast<long long>(b) * a.heads_q + h) * a.seqlen_q : nullptr;
+
+  const int block_last = min(m0 + kBlockM - 1, a.seqlen_q - 1);
+  const KeyRange block_keys = key_range(a, seqlen_k, diag, m0, block_last);
+  if (block_keys.any_lo > block_keys.any_hi) {  // no row of the block sees a key (block-uniform)
+    for (int e = threadIdx.x; e < kBlockM * D; e += kThreads) {
+      const int r = e / D;
+      if (m0 + r < a.seqlen_q) o[(m0 + r) * q_stride + e % D] = static_cast<T>(0.0f);
+    }
+    if (lse && threadIdx.x < kBlockM && m0 + threadIdx.x < a.seqlen_q) lse[m0 + threadIdx.x] = -INFINITY;
+    return;
+  }
+  const int n_first = block_keys.any_lo / kBlockN, n_last = block_keys.any_hi / kBlockN;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int warp_first = m0 + 16 * warp;
+  const int warp_last = min(warp_first + 15, a.seqlen_q - 1);
+  const bool warp_has_rows = warp_first < a.seqlen_q;
+  const KeyRange warp_keys = key_range(a, seqlen_k, diag, warp_first, warp_last);
+  const int rows[2] = {warp_first + g, warp_first + g + 8};  // this thread's rows (fragment rows g, g+8)
+
+  load_tile<T, D>(s_q, q, q_stride, m0, a.seqlen_q);
+  load_tile<T, D>(s_k, k, kv_stride, n_first * kBlockN, seqlen_k);
+  load_tile<T, D>(s_v, v, kv_stride, n_first * kBlockN, seqlen_k);
+  flash::cp_async_commit();
+
+  std::uint32_t q_frag[kSteps][4];
+  float acc_o[D / 8][4];  // O tile: dim tile j holds dims 8j + 2t, +1 of rows g and g + 8
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_o[j][e] = 0.0f;
+  float row_max[2] = {-INFINITY, -INFINITY};  // log2 domain, over the tiles so far
+  float row_sum[2] = {0.0f, 0.0f};            // this thread's columns only; summed over the quad at the end
+
+  for (int n = n_first; n <= n_last; ++n) {
+    const int buf = (n - n_first) & 1;
+    if (n < n_last) {
+      load_tile<T, D>(s_k + (buf ^ 1) * kTile, k, kv_stride, (n + 1) * kBlockN, seqlen_k);
+      load_tile<T, D>(s_v + (buf ^ 1) * kTile, v, kv_stride, (n + 1) * kBlockN, seqlen_k);
+    }
+    flash::cp_async_commit();  // possibly empty, so that wait<1> below always means "tile n landed"
+    flash::cp_async_wait<1>();
+    __syncthreads();
+
+    if (n == n_first) {
+      // A fragments of the warp's 16 rows: matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7),
+      // (rows 0-7, cols 8-15), (rows 8-15, cols 8-15) of each 16-column step = a[0..3].
+#pragma unroll
+      for (int kk = 0; kk < kSteps; ++kk)
+        flash::ldmatrix_x4(q_frag[kk], smem_address(s_q + (16 * warp + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8));
+    }
+
+    const int key0 = n * kBlockN;
+    if (warp_has_rows && key0 <= warp_keys.any_hi && key0 + kBlockN - 1 >= warp_keys.any_lo) {
+      const T* tile_k = s_k + buf * kTile;
+      const T* tile_v = s_v + buf * kTile;
+
+      // S = Q K^T. B[k][n] = K[key n][dim k]: K rows read without transpose give b[0] (dims
+      // 2t, 2t+1 of key g). Matrices per x4: (keys 0-7, dims 0-7) = b0 of key tile 2jp,
+      // (keys 0-7, dims 8-15) = b1 of 2jp, (keys 8-15, dims 0-7) = b0 of 2jp+1, (keys 8-15, dims 8-15) = b1.
+      float s[kBlockN / 8][4];
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < kSteps; ++kk)
+#pragma unroll
+        for (int jp = 0; jp < kBlockN / 16; ++jp) {
+          std::uint32_t kb[4];
+          const int key = jp * 16 + (lane & 7) + (lane >> 4) * 8;
+          const int dim = kk * 16 + ((lane >> 3) & 1) * 8;
+          flash::ldmatrix_x4(kb, smem_address(tile_k + key * kStride + dim));
+          flash::mma_16x8x16<T>(s[2 * jp], q_frag[kk], kb[0], kb[1]);
+          flash::mma_16x8x16<T>(s[2 * jp + 1], q_frag[kk], kb[2], kb[3]);
+        }
+
+      // Scores into the log2 domain, masked to -inf. Element e of key tile j: row rows[e / 2],
+      // key key0 + 8j + 2t + e % 2.
+      const bool need_mask = key0 < warp_keys.all_lo || key0 + kBlockN - 1 > warp_keys.all_hi;
+      float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float x = a.cap_log2 > 0.0f ? a.cap_log2 * tanhf(s[j][e] * a.cap_inner) : s[j][e] * a.scale_log2;
+          if (need_mask && !visible(a, seqlen_k, diag, rows[e / 2], key0 + 8 * j + 2 * t + e % 2)) x = -INFINITY;
+          s[j][e] = x;
+          tile_max[e / 2] = fmaxf(tile_max[e / 2], x);
+        }
+
+      float base[2];  // the max that exponents are taken against; 0 while a row has seen no key
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        // The 4 lanes of a quad hold the same row.
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        const float new_max = fmaxf(row_max[r], tile_max[r]);
+        base[r] = new_max == -INFINITY ? 0.0f : new_max;
+        const float rescale = exp2_approx(row_max[r] - base[r]);  // 0 while row_max is -inf
+        row_max[r] = new_max;
+        row_sum[r] *= rescale;
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j) {
+          acc_o[j][2 * r] *= rescale;
+          acc_o[j][2 * r + 1] *= rescale;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[j][e] = exp2_approx(s[j][e] - base[e / 2]);
+          row_sum[e / 2] += s[j][e];
+        }
+
+      // O += P V. P's A fragment for keys 16kk..16kk+15 is C tiles 2kk (a[0], a[1]) and 2kk+1
+      // (a[2], a[3]). B[k][n] = V[key k][dim n] needs the transposed load. Matrices per x4:
+      // (keys 0-7, dims 0-7) = b0 of dim tile 2dp, (keys 8-15, dims 0-7) = b1 of 2dp,
+      // (keys 0-7, dims 8-15) = b0 of 2dp+1, (keys 8-15, dims 8-15) = b1 of 2dp+1.
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        const std::uint32_t pa[4] = {flash::pack2<T>(s[2 * kk][0], s[2 * kk][1]),
+                                     flash::pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                                     flash::pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                     flash::pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+        for (int dp = 0; dp < kSteps; ++dp) {
+          std::uint32_t vb[4];
+          const int key = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+          const int dim = dp * 16 + (lane >> 4) * 8;
+          flash::ldmatrix_x4_trans(vb, smem_address(tile_v + key * kStride + dim));
+          flash::mma_16x8x16<T>(acc_o[2 * dp], pa, vb[0], vb[1]);
+          flash::mma_16x8x16<T>(acc_o[2 * dp + 1], pa, vb[2], vb[3]);
+        }
+      }
+    }
+    __syncthreads();  // the next iteration's copies overwrite this tile's buffers
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = row_sum[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = rows[r];
+    if (row >= a.seqlen_q) continue;
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // a row without a visible key has sum 0 and o 0
+    T* out = o + row * q_stride;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j)
+      *reinterpret_cast<std::uint32_t*>(out + 8 * j + 2 * t) =
+          flash::pack2<T>(acc_o[j][2 * r] * inv, acc_o[j][2 * r + 1] * inv);
+    if (lse && t == 0) lse[row] = sum > 0.0f ? row_max[r] * kLn2 + logf(sum) : -INFINITY;
+  }
+}
+
+template <class T, int D>
+void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
+            const int* seqlens_k, const AttentionParams& params, Stream stream) {
+  const auto seqlen_q = q.size(1), seqlen_k = k.size(1);
+  // A window wider than both sequences is no window; narrower ones fit in int.
+  auto window = [&](std::int64_t w) { return w < 0 || w > seqlen_q + seqlen_k ? -1 : static_cast<int>(w); };
+  Args args{};
+  args.q = q.data();
+  args.k = k.data();
+  args.v = v.data();
+  args.o = o.data();
+  args.lse = lse.defined() ? static_cast<float*>(lse.data()) : nullptr;
+  args.seqlens_k = seqlens_k;
+  args.seqlen_q = static_cast<int>(seqlen_q);
+  args.seqlen_k = static_cast<int>(seqlen_k);
+  args.heads_q = static_cast<int>(q.size(2));
+  args.heads_kv = static_cast<int>(k.size(2));
+  args.group = args.heads_q / args.heads_kv;
+  args.scale_log2 = static_cast<float>(params.scale * kLog2e);
+  args.cap_inner = params.softcap > 0 ? static_cast<float>(params.scale / params.softcap) : 0.0f;
+  args.cap_log2 = params.softcap > 0 ? static_cast<float>(params.softcap * kLog2e) : 0.0f;
+  args.causal = params.causal;
+  args.window_left = window(params.window_left);
+  args.window_right = window(params.window_right);
+
+  constexpr int kSmem = Layout<D>::kSmemBytes;
+  static const bool configured = [] {
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(flash_forward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    return true;
+  }();
+  (void)configured;
+  const dim3 grid(ceil_div(seqlen_q, kBlockM), static_cast<unsigned>(q.size(2)), static_cast<unsigned>(q.size(0)));
+  flash_forward_kernel<T, D><<<grid, kThreads, kSmem, to_cuda(stream)>>>(args);
+  IGNIS_CHECK_LAUNCH();
+}
+
+template <class T>
+void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
+                const int* seqlens_k, const AttentionParams& params, Stream stream) {
+  switch (q.size(3)) {
+    case 64: return launch<T, 64>(q, k, v, o, lse, seqlens_k, params, stream);
+    case 128: return launch<T, 128>(q, k, v, o, lse, seqlens_k, params, stream);
+    default: fail_expected("flash_attention_forward", "q.size(3) (head_dim)", "64 or 128", q.size(3));
+  }
+}
+
+}  // namespace
+
+void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
+                             const int* seqlens_k, const AttentionParams& params, Stream stream) {
+  switch (q.dtype()) {
+    case DType::bf16: return launch_dim<__nv_bfloat16>(q, k, v, o, lse, seqlens_k, params, stream);
+    case DType::f16: return launch_dim<__half>(q, k, v, o, lse, seqlens_k, params, stream);
+    default: fail_expected("flash_attention_forward", "q.dtype", "bf16 or f16", q.dtype());
+  }
+}
+
+}  // namespace ignis::cuda

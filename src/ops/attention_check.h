@@ -1,0 +1,25 @@
+#pragma once
+// What the attention dispatchers share: the checks of AttentionParams and the default scale.
+#include <cmath>
+#include <cstdint>
+
+#include "ignis/attention_params.h"
+#include "ignis/error.h"
+
+namespace ignis {
+
+inline void check_attention_params(const AttentionParams& p, const char* where) {
+  check_arg(std::isfinite(p.scale), where, "params.scale", "finite", p.scale);
+  check_arg(std::isfinite(p.softcap) && p.softcap >= 0.0, where, "params.softcap", "finite and >= 0", p.softcap);
+  check_arg(p.window_left >= -1, where, "params.window_left", ">= -1", p.window_left);
+  check_arg(p.window_right >= -1, where, "params.window_right", ">= -1", p.window_right);
+}
+
+// params with scale 0 replaced by 1 / sqrt(head_dim).
+inline AttentionParams resolved_attention_params(const AttentionParams& params, std::int64_t head_dim) {
+  AttentionParams r = params;
+  if (r.scale == 0.0) r.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  return r;
+}
+
+}  // namespace ignis

@@ -1,0 +1,82 @@
+// Decode attention dispatcher: validates shapes, dtypes, devices, alignment and params, resolves
+// the default scale, then calls the CUDA kernels (there is no CPU implementation of this op).
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "ignis/ops.h"
+
+#if IGNIS_WITH_CUDA
+#include "cuda/ops/attention_decode.h"
+#endif
+
+namespace ignis {
+
+bool attention_decode_supported(Device device, DType dtype) {
+  return IGNIS_WITH_CUDA && device.is_cuda() && (dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16);
+}
+
+namespace {
+
+constexpr const char* kWhere = "attention_decode_forward";
+
+void check_like(const Tensor& t, const Tensor& like, const Shape& shape, DType dtype, const char* name) {
+  check_dim(t, static_cast<int>(shape.size()), kWhere, name);
+  check_shape(t, shape, kWhere, name);
+  check_dtype(t, dtype, kWhere, name);
+  check_device(t, like.device(), kWhere, name);
+  check_contiguous(t, kWhere, name);
+}
+
+// The kernels read and write 16-byte packs.
+void check_aligned(const Tensor& t, const char* name) {
+  const auto address = reinterpret_cast<std::uintptr_t>(t.data());
+  check_arg(address % 16 == 0, kWhere, std::string(name) + ".data()", "16-byte aligned",
+            "an address = " + std::to_string(address % 16) + " mod 16");
+}
+
+}  // namespace
+
+void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& seqlens_k,
+                              const Tensor& o, const AttentionParams& params, Stream stream) {
+  check_dim(q, 4, kWhere, "q");
+  check_contiguous(q, kWhere, "q");
+  check_dim(k_cache, 4, kWhere, "k_cache");
+  const std::int64_t batch = q.size(0), heads_q = q.size(2), head_dim = q.size(3);
+  const std::int64_t max_seqlen = k_cache.size(1), heads_kv = k_cache.size(2);
+  check_arg(q.size(1) == 1, kWhere, "q.size(1) (seqlen_q)", "1", q.size(1));
+  for (auto [size, name] : {std::pair{batch, "q.size(0) (batch)"}, std::pair{heads_q, "q.size(2) (heads_q)"},
+                            std::pair{head_dim, "q.size(3) (head_dim)"},
+                            std::pair{max_seqlen, "k_cache.size(1) (max_seqlen)"},
+                            std::pair{heads_kv, "k_cache.size(2) (heads_kv)"}})
+    check_arg(size > 0, kWhere, name, "> 0", size);
+  check_arg(heads_q % heads_kv == 0, kWhere, "q.size(2) (heads_q)",
+            "a multiple of heads_kv (" + std::to_string(heads_kv) + ")", heads_q);
+  check_arg(head_dim % 8 == 0 && head_dim <= kAttentionDecodeMaxHeadDim, kWhere, "q.size(3) (head_dim)",
+            "a multiple of 8 up to " + std::to_string(kAttentionDecodeMaxHeadDim), head_dim);
+  check_arg(batch <= 65535, kWhere, "q.size(0) (batch)", "<= 65535", batch);
+  check_like(k_cache, q, {batch, max_seqlen, heads_kv, head_dim}, q.dtype(), "k_cache");
+  check_like(v_cache, q, {batch, max_seqlen, heads_kv, head_dim}, q.dtype(), "v_cache");
+  check_like(o, q, q.shape(), q.dtype(), "o");
+  check_like(seqlens_k, q, {batch}, DType::i32, "seqlens_k");
+  check_arg(q.device().is_cuda(), kWhere, "q.device", "cuda (there is no CPU implementation)", q.device());
+  check_arg(attention_decode_supported(q.device(), q.dtype()), kWhere, "q.dtype", "f32, f16 or bf16", q.dtype());
+  for (auto [t, name] : {std::pair{&q, "q"}, std::pair{&k_cache, "k_cache"}, std::pair{&v_cache, "v_cache"},
+                         std::pair{&o, "o"}})
+    check_aligned(*t, name);
+  check_arg(std::isfinite(params.scale), kWhere, "params.scale", "finite", params.scale);
+  check_arg(std::isfinite(params.softcap) && params.softcap >= 0.0, kWhere, "params.softcap", "finite and >= 0",
+            params.softcap);
+  check_arg(params.window_left >= -1, kWhere, "params.window_left", ">= -1", params.window_left);
+  check_arg(params.window_right >= -1, kWhere, "params.window_right", ">= -1", params.window_right);
+#if IGNIS_WITH_CUDA
+  AttentionParams resolved = params;
+  if (resolved.scale == 0.0) resolved.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  cuda::attention_decode_forward(q, k_cache, v_cache, seqlens_k.data_as<const int>(), o, resolved, stream);
+#else
+  (void)stream;
+#endif
+}
+
+}  // namespace ignis
