@@ -3,6 +3,7 @@
 // that the hardware's cvt.rn agrees with ignis's host rounding.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -51,6 +52,33 @@ TEST_P(CastOp, RoundTripsThroughEveryFloatingType) {
       const auto expected = test::quantize(src_values, to);
       for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << from << " -> " << to << " at " << i;
     }
+}
+
+// The GPU kernel moves items of V = 16 / (narrower size) elements (8 for f32 -> bf16) with the
+// rest (< V) done element by element, and falls back to single elements for operands that are
+// not 16-byte aligned: sizes around those boundaries, one and several blocks of 128 items, views
+// one element into an allocation.
+TEST_P(CastOp, OddSizesTailsAndUnalignedViews) {
+  const Device device = GetParam();
+  if (device.is_cuda() && !cuda_available()) GTEST_SKIP() << "no usable GPU";
+  std::uint64_t salt = 50;
+  for (std::int64_t n : {1, 3, 7, 8, 9, 17, 113, 128 * 8 * 3 + 5})
+    for (int offset : {0, 1})
+      for (DType from : {DType::f64, DType::f32, DType::f16, DType::bf16})
+        for (DType to : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+          auto rng = test::case_rng(++salt);
+          const auto values = test::quantize(test::random_normal(rng, n + offset, 100.0), from);
+          Tensor src_all = test::make_tensor(values, {n + offset}, from, device);
+          Tensor dst_all = test::make_poisoned({n + offset}, to, device);
+          Tensor src = Tensor::view(static_cast<char*>(src_all.data()) + offset * dtype_size(from), from, device, {n});
+          Tensor dst = Tensor::view(static_cast<char*>(dst_all.data()) + offset * dtype_size(to), to, device, {n});
+          cast(src, dst);
+          const auto got = test::read_tensor(dst_all);
+          const auto expected = test::quantize(values, to);
+          for (std::int64_t i = offset; i < n + offset; ++i)
+            ASSERT_EQ(got[i], expected[i]) << from << " -> " << to << " n " << n << " offset " << offset << " at " << i;
+          if (offset == 1) ASSERT_TRUE(std::isnan(got[0])) << "element before the view written";
+        }
 }
 
 TEST(CastOpArgs, RejectsMismatches) {

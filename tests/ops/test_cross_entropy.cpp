@@ -28,6 +28,7 @@ struct Case {
   bool all_pad = false;
   std::int64_t pad_id = -100;
   DType target_dtype = DType::i64;
+  std::vector<std::int64_t> targets;  // explicit targets (n of them); empty: random
 };
 
 std::ostream& operator<<(std::ostream& out, const Case& c) {
@@ -36,6 +37,7 @@ std::ostream& operator<<(std::ostream& out, const Case& c) {
 }
 
 std::vector<std::int64_t> make_targets(std::mt19937_64& rng, const Case& c) {
+  if (!c.targets.empty()) return c.targets;
   std::uniform_int_distribution<std::int64_t> dist(0, std::max<std::int64_t>(c.vocab - 1, 0));
   std::vector<std::int64_t> t(c.n);
   for (std::int64_t i = 0; i < c.n; ++i) {
@@ -95,6 +97,22 @@ TEST_P(CrossEntropyOp, LargeVocabularies) {
   check_case(impl, {.n = 4, .vocab = 32000, .scale = 3.0, .target_dtype = DType::i32}, 101);
   check_case(impl, {.n = 2, .vocab = 128256, .scale = 3.0}, 102);
   check_case(impl, {.n = 2, .vocab = 100003, .scale = 3.0}, 103);
+}
+
+// The cached CUDA kernel subtracts the target's 1 / count inside the one 16-byte pack holding it:
+// a target at every position of a pack (V = 8 for 16-bit types, 4 for f32), at the row's ends,
+// and around the 4-block cluster's slice boundary of a 128256 row (slices of 4008 bf16 packs).
+TEST_P(CrossEntropyOp, TargetAtEveryPackPosition) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, cross_entropy_supported(impl.device, impl.dtype));
+  std::uint64_t salt = 150;
+  for (std::int64_t vocab : {4096, 128256}) {
+    std::vector<std::int64_t> targets;
+    for (std::int64_t t = 0; t < 9; ++t) targets.push_back(t);
+    for (std::int64_t t : {vocab / 4 - 1, vocab / 4, vocab / 2 + 3, vocab - 2, vocab - 1}) targets.push_back(t);
+    check_case(impl, {.n = static_cast<std::int64_t>(targets.size()), .vocab = vocab, .scale = 2.0, .targets = targets},
+               ++salt);
+  }
 }
 
 TEST_P(CrossEntropyOp, LargeLogitsStayFinite) {

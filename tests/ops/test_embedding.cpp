@@ -165,6 +165,31 @@ TEST_P(EmbeddingOp, OutOfRangeIdsThrowWithIdPositionAndVocab) {
   EXPECT_TRUE(bitwise_equal(test::read_tensor(out), std::vector<double>(dim, 1.0)));
 }
 
+// Rows longer than one warp's chunk (2 KB of 16-byte words, 1 KB of 8-byte words) are copied by
+// several warps: a bad id must zero every chunk of its row and be recorded once, and the good rows
+// around it must be whole (dim 2100: f32 rows of 5 chunks, 16-bit rows of 5 chunks of 8-byte words).
+TEST_P(EmbeddingOp, DeferredCheckZeroesEveryChunkOfLongRows) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, embedding_supported(impl.device, impl.dtype));
+  const std::int64_t vocab = 6, dim = 2100;
+  auto rng = test::case_rng(1700);
+  const auto table = test::quantize(test::random_normal(rng, vocab * dim), impl.dtype);
+  Tensor tt = test::make_tensor(table, {vocab, dim}, impl.dtype, impl.device);
+  Tensor flag = test::make_poisoned({3}, DType::i64, impl.device);
+  embedding_clear_flag(flag);
+  Tensor out = test::make_poisoned({4, dim}, impl.dtype, impl.device);
+  embedding_forward_deferred(tt, make_ids({5, 7, 0, 3}, DType::i64, impl.device), out, flag);
+  auto want = ref::embedding_forward(table, std::vector<std::int64_t>{5, 0, 0, 3}, vocab, dim);
+  std::fill(want.begin() + dim, want.begin() + 2 * dim, 0.0);
+  EXPECT_TRUE(bitwise_equal(test::read_tensor(out), want));
+  try {
+    embedding_check_flag(flag);
+    ADD_FAILURE() << "the recorded bad id was not reported";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "embedding_forward: ids[1]: expected an index in [0, 6), got 7");
+  }
+}
+
 TEST_P(EmbeddingOp, DeferredCheckRecordsBadIdsAndZeroesTheirRows) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, embedding_supported(impl.device, impl.dtype));

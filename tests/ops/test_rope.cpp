@@ -88,6 +88,21 @@ TEST_P(RopeOp, ForwardOddShapes) {
   check_case(impl, {1, 113, 17, 64, 64, RopeStyle::interleaved, kFarPosition, {}, {}}, ++salt);
 }
 
+// The CUDA kernel gives a thread a group of heads (all loaded before the cos/sin math) once the
+// grid would pass ~2^19 threads: at [1, 2731, 47, 128] groups of 4 heads for f32 rotate_half and
+// 16-bit interleaved, of 2 for 16-bit rotate_half, and f32 interleaved hits the cap of 4; 47 heads
+// leave a partial last group. Too small a shape never leaves groups of 1.
+TEST_P(RopeOp, HeadGroupsOnLargeShapes) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, rope_supported(impl.device, impl.dtype));
+  std::uint64_t salt = 500;
+  for (RopeStyle style : {RopeStyle::rotate_half, RopeStyle::interleaved})
+    check_case(impl, {1, 2731, 47, 128, 128, style, 3, {}, {}}, ++salt);
+  RopeCase c{1, 2731, 47, 128, 128, RopeStyle::rotate_half, 3, {}, {}};
+  c.in_place = true;
+  check_case(impl, c, ++salt);
+}
+
 TEST_P(RopeOp, BackwardOddShapes) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, rope_supported(impl.device, impl.dtype));

@@ -56,6 +56,21 @@ TEST_P(SoftmaxOp, ForwardLargeLogitsAndMasks) {
   }
 }
 
+// The CUDA register path takes rows of up to 512 whole 16-byte packs (V = 8 elements for 16-bit
+// types, 4 for f32) with 32-128 threads of 4 packs: sizes at and around its thread-count steps and
+// its limit (513 packs take the shared-memory kernel), with masks and a fully masked row.
+TEST_P(SoftmaxOp, ForwardShortRowBoundaries) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, softmax_supported(impl.device, impl.dtype));
+  const std::int64_t v = 16 / static_cast<std::int64_t>(dtype_size(impl.dtype));
+  std::uint64_t salt = 3000;
+  for (std::int64_t packs : {1, 31, 32, 33, 128, 129, 500, 512, 513}) {
+    check_forward(impl, 3, packs * v, 1.0, 0, ++salt);
+    check_forward(impl, 3, packs * v, 50.0, 0, ++salt);
+    check_forward(impl, 3, packs * v, 1.0, 5, ++salt);
+  }
+}
+
 TEST_P(SoftmaxOp, ForwardLongRows) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, softmax_supported(impl.device, impl.dtype));
@@ -93,6 +108,15 @@ TEST_P(SoftmaxOp, BackwardOddShapes) {
 
 // Rows cached in one block (64, 4096) or across a cluster of blocks (32000 up to 262144), and the
 // streaming kernel past what a cluster holds (2097152).
+// The CUDA register path of the backward: the same pack counts as ForwardShortRowBoundaries.
+TEST_P(SoftmaxOp, BackwardShortRowBoundaries) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, softmax_supported(impl.device, impl.dtype));
+  const std::int64_t v = 16 / static_cast<std::int64_t>(dtype_size(impl.dtype));
+  std::uint64_t salt = 3100;
+  for (std::int64_t packs : {1, 31, 32, 33, 128, 129, 500, 512, 513}) check_backward(impl, 3, packs * v, ++salt);
+}
+
 TEST_P(SoftmaxOp, BackwardLongRows) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, softmax_supported(impl.device, impl.dtype));

@@ -24,39 +24,78 @@ __device__ __forceinline__ double convert<double, __nv_bfloat16>(__nv_bfloat16 v
 template <>
 __device__ __forceinline__ float convert<float, double>(double v) { return __double2float_rn(v); }
 
-// V elements per step: 16 bytes of the wider type per thread when both pointers allow it.
-template <class Dst, class Src, int V>
-__global__ void cast_kernel(const Src* __restrict__ src, Dst* __restrict__ dst, long long n) {
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x * V;
-  for (long long i = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) * V; i < n; i += stride) {
-    if (V > 1 && i + V <= n) {
-      const Pack<Src, V> in = *reinterpret_cast<const Pack<Src, V>*>(src + i);
-      Pack<Dst, V> out;
+constexpr int kThreads = 128;
+
+// V elements of T as 16-byte packs (V * sizeof(T) a multiple of 16), or one element when V = 1;
+// only 16-byte alignment is needed, whatever V * sizeof(T) is.
+template <int V, class T>
+__device__ __forceinline__ void load_elems(const T* p, T (&v)[V]) {
+  if constexpr (V == 1) {
+    v[0] = *p;
+  } else {
+    constexpr int W = 16 / sizeof(T);
+    static_assert(V % W == 0);
 #pragma unroll
-      for (int j = 0; j < V; ++j) out.v[j] = convert<Dst>(in.v[j]);
-      *reinterpret_cast<Pack<Dst, V>*>(dst + i) = out;
-    } else {
-      for (long long j = i; j < n && j < i + V; ++j) dst[j] = convert<Dst>(src[j]);
+    for (int k = 0; k < V / W; ++k) {
+      const Pack<T, W> q = reinterpret_cast<const Pack<T, W>*>(p)[k];
+#pragma unroll
+      for (int j = 0; j < W; ++j) v[k * W + j] = q.v[j];
     }
   }
+}
+
+template <int V, class T>
+__device__ __forceinline__ void store_elems(T* p, const T (&v)[V]) {
+  if constexpr (V == 1) {
+    *p = v[0];
+  } else {
+    constexpr int W = 16 / sizeof(T);
+    static_assert(V % W == 0);
+#pragma unroll
+    for (int k = 0; k < V / W; ++k) {
+      Pack<T, W> q;
+#pragma unroll
+      for (int j = 0; j < W; ++j) q.v[j] = v[k * W + j];
+      reinterpret_cast<Pack<T, W>*>(p)[k] = q;
+    }
+  }
+}
+
+// One item (V elements) per thread: 16 bytes of the narrower type, so every store and load is a
+// full 16-byte access (f32 -> bf16: two loads, one store). The tail (< V elements after the last
+// item) is one element per thread of block 0.
+template <class Dst, class Src, int V>
+__global__ void __launch_bounds__(kThreads)
+    cast_kernel(const Src* __restrict__ src, Dst* __restrict__ dst, long long items, int tail) {
+  const long long first = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x;
+  for (long long i = first; i < items; i += static_cast<long long>(gridDim.x) * kThreads) {
+    Src in[V];
+    load_elems<V>(src + i * V, in);
+    Dst out[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) out[j] = convert<Dst>(in[j]);
+    store_elems<V>(dst + i * V, out);
+  }
+  if (first < tail) dst[items * V + first] = convert<Dst>(src[items * V + first]);
 }
 
 template <class Dst, class Src>
 void launch(const Tensor& src, const Tensor& dst, Stream stream) {
   const long long n = src.numel();
   if (n == 0) return;
-  constexpr int V = 16 / (sizeof(Src) > sizeof(Dst) ? sizeof(Src) : sizeof(Dst));
-  constexpr int threads = 256;
+  constexpr int V = 16 / (sizeof(Src) < sizeof(Dst) ? sizeof(Src) : sizeof(Dst));
   const Src* in = src.data_as<const Src>();
   Dst* out = dst.data_as<Dst>();
-  const bool vectorized = pack_aligned<Src, V>(in) && pack_aligned<Dst, V>(out);
-  // Enough blocks to fill the GPU several times over; the loop strides across the rest.
-  const long long steps = vectorized ? (n + V - 1) / V : n;
-  const unsigned blocks = static_cast<unsigned>(std::min<long long>(ceil_div(steps, threads), 16LL * sm_count()));
+  const bool vectorized = pack_aligned<char, 16>(in) && pack_aligned<char, 16>(out);
+  const long long items = vectorized ? n / V : n;
+  const int tail = vectorized ? static_cast<int>(n % V) : 0;
+  // One thread per item, the shape of a plain copy kernel: no loop unless past the grid limit.
+  const long long wanted = std::max<long long>(1, (items + kThreads - 1) / kThreads);
+  const unsigned blocks = static_cast<unsigned>(std::min<long long>(wanted, 0x7fffffffLL));
   if (vectorized)
-    cast_kernel<Dst, Src, V><<<blocks, threads, 0, to_cuda(stream)>>>(in, out, n);
+    cast_kernel<Dst, Src, V><<<blocks, kThreads, 0, to_cuda(stream)>>>(in, out, items, tail);
   else
-    cast_kernel<Dst, Src, 1><<<blocks, threads, 0, to_cuda(stream)>>>(in, out, n);
+    cast_kernel<Dst, Src, 1><<<blocks, kThreads, 0, to_cuda(stream)>>>(in, out, items, 0);
   IGNIS_CHECK_LAUNCH();
 }
 

@@ -192,7 +192,15 @@ __global__ void __launch_bounds__(kRowThreads)
     const long long c = split.head + (s.first + k) * V;
     float v[V];
 #pragma unroll
-    for (int i = 0; i < V; ++i) v[i] = grad_of(to_float(p.v[i]), lse, inv_count, c + i == target);
+    for (int i = 0; i < V; ++i) v[i] = grad_of(to_float(p.v[i]), lse, inv_count, false);
+    // The one pack holding the target also subtracts 1 / count (grad_of's target term, the same
+    // bits): one 64-bit test a pack instead of one an element.
+    const long long at = target - c;
+    if (at >= 0 && at < V) {
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        if (i == at) v[i] -= inv_count;
+    }
     store_pack(grad_body + s.first + k, v);
   }
   if (scalar >= 0) grad[scalar] = from_float<T>(grad_of(extra, lse, inv_count, scalar == target));

@@ -1,9 +1,10 @@
 // Embedding gather (forward) and scatter-add (backward).
-// Forward: one warp per output row, copying the table row with the widest word (16 bytes when the
-// row size and pointers allow) that divides it: the gather is dtype-agnostic byte movement.
+// Forward: warps copy 2 KB chunks (for 16-byte words) of output rows, with the widest word (16 bytes
+// when the row size and pointers allow) that divides the row: dtype-agnostic byte movement.
 // Backward: deterministic without floating-point atomics. The (id, position) pairs are radix-sorted
 // by id (stable, so positions stay ascending within an id); the warp at the start of each run of
 // equal ids sums that run's dout rows in fp32 in position order and writes the table row once.
+#include <algorithm>
 #include <bit>
 #include <cub/device/device_radix_sort.cuh>
 
@@ -19,32 +20,54 @@ namespace {
 constexpr int kWarpsPerBlock = 8;
 constexpr int kThreads = kWarpsPerBlock * 32;
 
-// W: the copy word (uint4, uint2, unsigned or unsigned short); words: row size in words.
+// Forward: a row is split into chunks of 32 x kWordsPerLane words; each warp copies one chunk,
+// loading all its words before storing any (4 loads of 16 bytes in flight a lane). Warps take
+// (row, chunk) pairs in order, so a 16 KB row is 8 warps and a short row one partly idle warp.
+constexpr int kWordsPerLane = 4;
+constexpr int kChunkWords = 32 * kWordsPerLane;
+constexpr int kGatherWarps = 4;
+
+// W: the copy word (uint4, uint2, unsigned or unsigned short); words: row size in words;
+// chunks: ceil(words / kChunkWords), with n * chunks < 2^31 (checked at launch).
 template <class W, class Id>
-__global__ void gather_rows_kernel(const W* __restrict__ table, const Id* __restrict__ ids, W* __restrict__ out,
-                                   long long n, long long vocab, long long words, long long* flag) {
-  const long long row = static_cast<long long>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (row >= n) return;
+__global__ void __launch_bounds__(kGatherWarps * 32)
+    gather_rows_kernel(const W* __restrict__ table, const Id* __restrict__ ids, W* __restrict__ out, long long n,
+                       long long vocab, long long words, unsigned chunks, long long* flag) {
+  const unsigned unit = blockIdx.x * kGatherWarps + threadIdx.x / 32;
+  const unsigned row32 = unit / chunks;
+  if (row32 >= n) return;
+  const long long row = row32;
   const int lane = threadIdx.x % 32;
+  const long long first = static_cast<long long>(unit - row32 * chunks) * kChunkWords + lane;
   const long long id = static_cast<long long>(ids[row]);
   W* dst = out + row * words;
   if (id < 0 || id >= vocab) {
-    if (lane == 0) record_bad_index(flag, row, id, vocab);
-    for (long long w = lane; w < words; w += 32) dst[w] = W{};
+    if (lane == 0 && first == 0) record_bad_index(flag, row, id, vocab);
+#pragma unroll
+    for (int u = 0; u < kWordsPerLane; ++u)
+      if (first + u * 32 < words) dst[first + u * 32] = W{};
     return;
   }
   const W* src = table + id * words;
-#pragma unroll 4
-  for (long long w = lane; w < words; w += 32) dst[w] = src[w];
+  W v[kWordsPerLane];
+#pragma unroll
+  for (int u = 0; u < kWordsPerLane; ++u)
+    if (first + u * 32 < words) v[u] = src[first + u * 32];
+#pragma unroll
+  for (int u = 0; u < kWordsPerLane; ++u)
+    if (first + u * 32 < words) dst[first + u * 32] = v[u];
 }
 
 template <class W, class Id>
 void launch_gather(const Tensor& table, const Tensor& ids, const Tensor& out, long long* flag, Stream stream) {
   const long long n = ids.size(0);
   const long long words = static_cast<long long>(table.size(1) * dtype_size(table.dtype()) / sizeof(W));
-  gather_rows_kernel<W, Id><<<ceil_div(n, kWarpsPerBlock), kThreads, 0, to_cuda(stream)>>>(
+  const long long chunks = std::max<long long>(1, (words + kChunkWords - 1) / kChunkWords);
+  check_arg(n * chunks < (1LL << 31), "embedding_forward", "ids.size(0) * row chunks", "< 2^31",
+            detail::concat(n, " * ", chunks));
+  gather_rows_kernel<W, Id><<<ceil_div(n * chunks, kGatherWarps), kGatherWarps * 32, 0, to_cuda(stream)>>>(
       static_cast<const W*>(table.data()), ids.data_as<const Id>(), static_cast<W*>(out.data()), n, table.size(0),
-      words, flag);
+      words, static_cast<unsigned>(chunks), flag);
   IGNIS_CHECK_LAUNCH();
 }
 

@@ -42,12 +42,36 @@ __device__ __forceinline__ void store_n(T* dst, const float (&src)[N]) {
   }
 }
 
+// N consecutive elements kept as raw storage until used (half the registers of floats for 16-bit types).
+template <class T, int N, bool kVec>
+__device__ __forceinline__ void load_raw(const T* src, Pack<T, N>& dst) {
+  if constexpr (kVec) {
+    dst = *reinterpret_cast<const Pack<T, N>*>(src);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst.v[i] = src[i];
+  }
+}
+
+template <class T, int N>
+__device__ __forceinline__ void to_floats(const Pack<T, N>& p, float (&dst)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) dst[i] = to_float(p.v[i]);
+}
+
 template <class T, bool kVec>
 constexpr int kElems = kVec ? 16 / static_cast<int>(sizeof(T)) : 1;  // elements per access
 template <class T, bool kInterleaved, bool kVec>
 constexpr int kPairs = kInterleaved ? (kVec ? kElems<T, kVec> / 2 : 1) : kElems<T, kVec>;  // pairs per thread
 
-// x and y are not __restrict__: y may be x (in place). grid.y indexes head groups.
+// Most heads a thread rotates with one cos/sin computation. Registers hold every head's packs plus
+// 2P cos/sin floats: 16-bit types (P = 8 for rotate_half) stop at 2 heads (~50 registers, 5 blocks
+// an SM, 64 bytes a thread in flight), f32 (P = 4) at 4 (70 registers, 3 blocks, 128 bytes).
+template <class T>
+constexpr int kMaxGroup = sizeof(T) == 2 ? 2 : 4;
+
+// x and y are not __restrict__: y may be x (in place; each thread reads and writes only its own
+// elements, all reads first). grid.y indexes head groups of g.heads_per_group <= kMaxGroup<T> heads.
 template <class T, bool kInterleaved, bool kVec>
 __global__ void rope_kernel(const T* x, T* y, const float* __restrict__ inv_freq,
                             const int* __restrict__ batch_offsets, RopeGrid g) {
@@ -73,40 +97,57 @@ __global__ void rope_kernel(const T* x, T* y, const float* __restrict__ inv_freq
   }
 
   const int i0 = unit * P;
-  const int b = token / g.seqlen;
-  const long long pos = g.position_offset + (batch_offsets ? batch_offsets[b] : 0) + (token - b * g.seqlen);
+  const int half = g.rotary_dim / 2;
+  // Every head of the group is loaded before the cos/sin math, which then runs under the loads'
+  // latency; rotate_half keeps two packs a head (a at i0, b at half + i0), interleaved one.
+  constexpr int N = kInterleaved ? 2 * P : P;
+  const int lo = kInterleaved ? 2 * i0 : i0;
+  Pack<T, N> a[kMaxGroup<T>], b[kMaxGroup<T>];
+#pragma unroll
+  for (int k = 0; k < kMaxGroup<T>; ++k) {
+    if (h0 + k < h1) {
+      const long long row = (static_cast<long long>(token) * g.heads + h0 + k) * g.head_dim;
+      load_raw<T, N, kVec>(x + row + lo, a[k]);
+      if constexpr (!kInterleaved) load_raw<T, N, kVec>(x + row + half + i0, b[k]);
+    }
+  }
+
+  const int batch = token / g.seqlen;
+  const long long pos = g.position_offset + (batch_offsets ? batch_offsets[batch] : 0) + (token - batch * g.seqlen);
   float c[P], s[P];
 #pragma unroll
   for (int j = 0; j < P; ++j) {
-    angle_cos_sin(pos, inv_freq[i0 + j], c[j], s[j]);
+    angle_cos_sin<sizeof(T) == 2>(pos, inv_freq[i0 + j], c[j], s[j]);
     c[j] *= g.attention_factor;
     s[j] *= g.attention_factor * g.sin_sign;
   }
-  const int half = g.rotary_dim / 2;
-  for (int h = h0; h < h1; ++h) {
-    const long long row = (static_cast<long long>(token) * g.heads + h) * g.head_dim;
+
+#pragma unroll
+  for (int k = 0; k < kMaxGroup<T>; ++k) {
+    if (h0 + k >= h1) break;
+    const long long row = (static_cast<long long>(token) * g.heads + h0 + k) * g.head_dim;
     if constexpr (kInterleaved) {
-      float v[2 * P];
-      load_n<T, 2 * P, kVec>(x + row + 2 * i0, v);
+      float v[N];
+      to_floats(a[k], v);
 #pragma unroll
       for (int j = 0; j < P; ++j) {
-        const float a = v[2 * j], bv = v[2 * j + 1];
-        v[2 * j] = a * c[j] - bv * s[j];
-        v[2 * j + 1] = bv * c[j] + a * s[j];
+        const float u = v[2 * j], w = v[2 * j + 1];
+        v[2 * j] = u * c[j] - w * s[j];
+        v[2 * j + 1] = w * c[j] + u * s[j];
       }
-      store_n<T, 2 * P, kVec>(y + row + 2 * i0, v);
+      store_n<T, N, kVec>(y + row + lo, v);
     } else {
-      float a[P], bv[P];
-      load_n<T, P, kVec>(x + row + i0, a);
-      load_n<T, P, kVec>(x + row + half + i0, bv);
+      float u[P], w[P];
+      to_floats(a[k], u);
+      to_floats(b[k], w);
 #pragma unroll
       for (int j = 0; j < P; ++j) {
-        const float ra = a[j] * c[j] - bv[j] * s[j];
-        bv[j] = bv[j] * c[j] + a[j] * s[j];
-        a[j] = ra;
+        const float ru = u[j] * c[j] - w[j] * s[j];
+        w[j] = w[j] * c[j] + u[j] * s[j];
+        u[j] = ru;
       }
-      store_n<T, P, kVec>(y + row + i0, a);
-      store_n<T, P, kVec>(y + row + half + i0, bv);
+      store_n<T, P, kVec>(y + row + i0, u);
+      store_n<T, P, kVec>(y + row + half + i0, w);
     }
   }
 }
@@ -139,7 +180,8 @@ void launch(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const Rope
   g.attention_factor = args.attention_factor;
   g.sin_sign = sin_sign;
   long long per_group = 1;
-  while (per_group < heads && work * ((heads + 2 * per_group - 1) / (2 * per_group)) >= kTargetThreads)
+  while (per_group < heads && per_group < kMaxGroup<T> &&
+         work * ((heads + 2 * per_group - 1) / (2 * per_group)) >= kTargetThreads)
     per_group *= 2;
   g.heads_per_group = static_cast<int>(per_group);
   const dim3 grid(ceil_div(work, kBlock), static_cast<unsigned>((heads + per_group - 1) / per_group));

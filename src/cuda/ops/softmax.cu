@@ -1,4 +1,6 @@
-// Softmax over rows. Rows of whole 16-byte packs that fit on chip (row_cache.cuh: up to ~220 KB a
+// Softmax over rows. Short rows of whole 16-byte packs are held in registers (softmax_short_kernel,
+// softmax_backward_short_kernel).
+// Longer rows of whole 16-byte packs that fit on chip (row_cache.cuh: up to ~220 KB a
 // block, 16 blocks of a cluster on H100/H200) are copied once into shared memory, reduced, and
 // written from there: one read and one write. Other rows (longer, unaligned, or past one block on a
 // pre-sm_90 device) use the streaming kernels: one block per row, any length, reading the row
@@ -67,6 +69,109 @@ __global__ void __launch_bounds__(kRowThreads)
     for (int i = 0; i < V; ++i) v[i] = to_float(a.v[i]) * (to_float(b.v[i]) - dot);
     store_pack(out + s.first + k, v);
   }
+}
+
+// Short rows (at most kShortThreads * kShortPacks packs: bf16/f16 <= 4096 columns, f32 <= 2048)
+// live in registers: one row a block of <= 128 threads, each thread loading its kShortPacks packs
+// (t, t + blockDim.x, ...) before any use, then the row max (one barrier), exp(x - max) kept in
+// registers with one exp an element, the sum (one more barrier), and the scaled output. The cached
+// kernel's 64-thread blocks and 8 KB slices put ~27 bf16 4096-column rows on an SM, so 4096 rows
+// were about one wave of loads then one of stores, and it spent two exps an element.
+constexpr int kShortThreads = 128;
+constexpr int kShortPacks = 4;
+
+template <class T, int V>
+__global__ void __launch_bounds__(kShortThreads)
+    softmax_short_kernel(const T* __restrict__ x, T* __restrict__ y, long long packs) {
+  using P = Pack<T, V>;
+  __shared__ float max_scratch[32];
+  __shared__ float sum_scratch[32];
+  const P* in = reinterpret_cast<const P*>(x) + blockIdx.x * packs;
+  P* out = reinterpret_cast<P*>(y) + blockIdx.x * packs;
+  P raw[kShortPacks];
+#pragma unroll
+  for (int j = 0; j < kShortPacks; ++j) {
+    const long long k = threadIdx.x + static_cast<long long>(j) * blockDim.x;
+    if (k < packs) raw[j] = in[k];
+  }
+  float m = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kShortPacks; ++j)
+    if (threadIdx.x + static_cast<long long>(j) * blockDim.x < packs) m = fmaxf(m, pack_max(raw[j]));
+  m = row_reduce(m, Max{}, -INFINITY, 1, max_scratch, static_cast<float*>(nullptr));
+  // A row of all -inf has no visible element: exp(-inf - 0) = 0 everywhere, sum 0, output zeros.
+  const float row_max = m == -INFINITY ? 0.0f : m;
+  float e[kShortPacks][V];
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kShortPacks; ++j) {
+    const bool loaded = threadIdx.x + static_cast<long long>(j) * blockDim.x < packs;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      e[j][i] = loaded ? exp_minus(to_float(raw[j].v[i]), row_max) : 0.0f;
+      sum += e[j][i];
+    }
+  }
+  sum = row_reduce(sum, Sum{}, 0.0f, 1, sum_scratch, static_cast<float*>(nullptr));
+  const float inv_sum = sum > 0.0f ? 1.0f / sum : 0.0f;
+#pragma unroll
+  for (int j = 0; j < kShortPacks; ++j) {
+    const long long k = threadIdx.x + static_cast<long long>(j) * blockDim.x;
+    if (k < packs) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) e[j][i] *= inv_sum;
+      store_pack(out + k, e[j]);
+    }
+  }
+}
+
+// Backward of short rows, the same shape: y and dy packs loaded first, dot = sum(y dy) (one
+// barrier), dx = y (dy - dot) from registers.
+template <class T, int V>
+__global__ void __launch_bounds__(kShortThreads)
+    softmax_backward_short_kernel(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+                                  long long packs) {
+  using P = Pack<T, V>;
+  __shared__ float scratch[32];
+  const long long row = blockIdx.x * packs;
+  const P* yp = reinterpret_cast<const P*>(y) + row;
+  const P* gp = reinterpret_cast<const P*>(dy) + row;
+  P* out = reinterpret_cast<P*>(dx) + row;
+  P a[kShortPacks], b[kShortPacks];
+#pragma unroll
+  for (int j = 0; j < kShortPacks; ++j) {
+    const long long k = threadIdx.x + static_cast<long long>(j) * blockDim.x;
+    if (k < packs) {
+      a[j] = yp[k];
+      b[j] = gp[k];
+    }
+  }
+  float dot = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kShortPacks; ++j)
+    if (threadIdx.x + static_cast<long long>(j) * blockDim.x < packs)
+#pragma unroll
+      for (int i = 0; i < V; ++i) dot += to_float(a[j].v[i]) * to_float(b[j].v[i]);
+  dot = row_reduce(dot, Sum{}, 0.0f, 1, scratch, static_cast<float*>(nullptr));
+#pragma unroll
+  for (int j = 0; j < kShortPacks; ++j) {
+    const long long k = threadIdx.x + static_cast<long long>(j) * blockDim.x;
+    if (k < packs) {
+      float v[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = to_float(a[j].v[i]) * (to_float(b[j].v[i]) - dot);
+      store_pack(out + k, v);
+    }
+  }
+}
+
+// Threads for a short row: the fewest warps that hold it at kShortPacks packs a thread.
+unsigned short_threads(long long packs) {
+  return static_cast<unsigned>(((packs + kShortPacks - 1) / kShortPacks + 31) / 32 * 32);
+}
+
+bool short_rows(long long rows, long long packs) {
+  return packs <= kShortThreads * kShortPacks && rows <= 0x7fffffffLL;
 }
 
 // Streaming kernels. V elements per thread per step: 16-byte packs when the row allows, else 1.
@@ -163,6 +268,13 @@ void launch_forward(const Tensor& x, const Tensor& y, Stream stream) {
   const T* in = x.data_as<const T>();
   T* out = y.data_as<T>();
   const bool vectorized = cols % V == 0 && pack_aligned<T, V>(in) && pack_aligned<T, V>(out);
+  const long long packs = cols / V;
+  if (vectorized && short_rows(rows, packs)) {
+    softmax_short_kernel<T, V><<<static_cast<unsigned>(rows), short_threads(packs), 0, to_cuda(stream)>>>(in, out,
+                                                                                                         packs);
+    IGNIS_CHECK_LAUNCH();
+    return;
+  }
   if (vectorized && try_cached_forward<T, V>(in, out, rows, cols, stream)) return;
   const int threads = threads_for(cols, vectorized ? V : 1);
   if (vectorized)
@@ -182,6 +294,13 @@ void launch_backward(const Tensor& y, const Tensor& dy, const Tensor& dx, Stream
   T* out = dx.data_as<T>();
   const bool vectorized =
       cols % V == 0 && pack_aligned<T, V>(yp) && pack_aligned<T, V>(gp) && pack_aligned<T, V>(out);
+  const long long packs = cols / V;
+  if (vectorized && short_rows(rows, packs)) {
+    softmax_backward_short_kernel<T, V><<<static_cast<unsigned>(rows), short_threads(packs), 0, to_cuda(stream)>>>(
+        yp, gp, out, packs);
+    IGNIS_CHECK_LAUNCH();
+    return;
+  }
   if (vectorized && try_cached_backward<T, V>(yp, gp, out, rows, cols, stream)) return;
   const int threads = threads_for(cols, vectorized ? V : 1);
   if (vectorized)
