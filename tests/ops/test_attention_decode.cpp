@@ -143,13 +143,13 @@ TEST_P(AttentionDecodeOp, OddLengthsAndShapes) {
   run_case(impl, make_case(1, 3, 64, 33, {-5, 40, 33, 0}), ++salt);
 }
 
-// Every chunk size is a power of two in [16, 512]: lengths on both sides of each chunk edge, in
+// Every chunk size is a power of two in [32, 512]: lengths on both sides of each chunk edge, in
 // one batch (so the chunk is whatever this batch size makes it) and one sequence at a time.
 TEST_P(AttentionDecodeOp, ChunkEdges) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, attention_decode_supported(impl.device, impl.dtype));
   std::vector<std::int32_t> edges;
-  for (std::int32_t chunk = 16; chunk <= 512; chunk *= 2)
+  for (std::int32_t chunk = 32; chunk <= 512; chunk *= 2)
     for (std::int32_t d : {-1, 0, 1}) edges.push_back(chunk + d);
   std::uint64_t salt = 200;
   run_case(impl, make_case(2, 2, 64, 1030, edges), ++salt);

@@ -13,7 +13,7 @@ void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tens
                               const Tensor& o, const AttentionParams& params, Stream stream);
 
 // The number of keys each block of the split kernel reads for these shapes (a power of two in
-// [16, 512]); exposed so tests can aim lengths at chunk edges.
+// [32, 512]); exposed so tests can aim lengths at chunk edges.
 int attention_decode_chunk(std::int64_t batch, std::int64_t max_seqlen, std::int64_t heads_q, std::int64_t heads_kv);
 
 }  // namespace ignis::cuda
