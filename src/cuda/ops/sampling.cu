@@ -83,10 +83,10 @@ struct PassShared {
   unsigned counts[kTopBins];
   u64 weights[kTopBins];
   u64 sel_weight[kSelBins];
-  u64 sel_and[kSelBins];  // per bin of a list pass: AND and OR of its candidates' orders
-  u64 sel_or[kSelBins];
+  unsigned sel_count[kSelBins];
   std::uint64_t table[rule::kExpTableSize];
   u64 scratch[32];
+  u64 value;
   u64 need;
   unsigned bin;
   int flag;
@@ -203,12 +203,7 @@ __device__ void pick_bin(PassShared& s, int bins, Val val, u64 need) {
 
 // Among the listed tokens with weight(c) > 0, ranked by order(c) from the largest (orders are
 // distinct), the order of the first at which the running weight reaches need (need <= the total).
-// Radix passes over the bits in which those orders differ. Each pass also keeps, per bin, the AND
-// and OR of its candidates' orders, so the next pass starts at the highest bit in which the picked
-// bin's candidates still differ: bits they share (the zero low key bits of bf16/f16 logits, the
-// high index bits of ties) take no pass, and a bin of one candidate ends the search. Every
-// histogram update is aggregated over the lanes of a warp that hit the same bin (many tied
-// candidates would otherwise serialize on one shared-memory address).
+// Radix passes over the bits in which those orders differ; stops once a digit leaves one token.
 template <class Order, class Weight>
 __device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, Weight weight, u64 need) {
   u64 all = ~0ull, any = 0;
@@ -225,52 +220,42 @@ __device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, W
   int top = 64 - __clzll(static_cast<long long>(all ^ any));  // bits [0, top) vary
   u64 fixed = top == 64 ? 0 : ~((u64{1} << top) - 1);
   u64 prefix = any & fixed;
-  const int lane = threadIdx.x % 32;
   for (;;) {
     const int shift = top > kSelBits ? top - kSelBits : 0;
     const u64 digit = (u64{1} << (top - shift)) - 1;
     for (int b = threadIdx.x; b < kSelBins; b += blockDim.x) {
       s.sel_weight[b] = 0;
-      s.sel_and[b] = ~0ull;
-      s.sel_or[b] = 0;
+      s.sel_count[b] = 0;
     }
     __syncthreads();
-    for (int base = threadIdx.x - lane; base < m; base += blockDim.x) {  // warp-uniform trip count
-      const int j = base + lane;
-      unsigned b = kNoBin;
-      u64 w = 0, o = 0;
-      if (j < m) {
-        const u64 c = list[j];
-        o = order(c);
-        if ((o & fixed) == prefix) w = weight(c);
-        if (w != 0) b = static_cast<unsigned>((o >> shift) & digit);
-      }
-      one_block::add_to_histogram(s.sel_weight, b, w, kNoBin);
-      const unsigned peers = __match_any_sync(kFullMask, b);
-      const unsigned and_lo = __reduce_and_sync(peers, static_cast<unsigned>(o));
-      const unsigned and_hi = __reduce_and_sync(peers, static_cast<unsigned>(o >> 32));
-      const unsigned or_lo = __reduce_or_sync(peers, static_cast<unsigned>(o));
-      const unsigned or_hi = __reduce_or_sync(peers, static_cast<unsigned>(o >> 32));
-      if (b != kNoBin && lane == __ffs(peers) - 1) {
-        atomicAnd(&s.sel_and[b], (u64{and_hi} << 32) | and_lo);
-        atomicOr(&s.sel_or[b], (u64{or_hi} << 32) | or_lo);
+    for (int j = threadIdx.x; j < m; j += blockDim.x) {
+      const u64 c = list[j];
+      const u64 w = weight(c);
+      const u64 o = order(c);
+      if (w != 0 && (o & fixed) == prefix) {
+        const unsigned b = static_cast<unsigned>((o >> shift) & digit);
+        atomicAdd(&s.sel_weight[b], w);
+        atomicAdd(&s.sel_count[b], 1u);
       }
     }
     __syncthreads();
     pick_bin(s, kSelBins, [&](int b) { return s.sel_weight[b]; }, need);
-    const unsigned bin = s.bin;
-    const u64 bin_all = s.sel_and[bin], bin_any = s.sel_or[bin];
+    const unsigned bin = s.bin, count = s.sel_count[bin];
     need = s.need;
     prefix |= u64{bin} << shift;
     fixed |= digit << shift;
     top = shift;
     __syncthreads();  // s is rewritten below or by the next pass
     if (shift == 0) return prefix;
-    if ((bin_all & ~bin_any) == 0) {  // the bin has candidates (always, as need <= the total)
-      if (bin_all == bin_any) return bin_any;  // one candidate: orders are distinct
-      top = 64 - __clzll(static_cast<long long>(bin_all ^ bin_any));  // < shift: the bin's digit is shared
-      fixed = ~((u64{1} << top) - 1);
-      prefix = bin_any & fixed;
+    if (count == 1) {
+      for (int j = threadIdx.x; j < m; j += blockDim.x) {
+        const u64 c = list[j];
+        if (weight(c) != 0 && (order(c) & fixed) == prefix) s.value = order(c);
+      }
+      __syncthreads();
+      const u64 found = s.value;
+      __syncthreads();
+      return found;
     }
   }
 }
