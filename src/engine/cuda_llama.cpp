@@ -165,6 +165,9 @@ class CudaLlama final : public CudaForward {
 
  private:
   Stream stream() const { return Stream{stream_}; }
+  // For the fused decode ops: their weights never change, so each may start (and pull its weights
+  // into L2) while the kernel before it finishes.
+  Stream overlapped() const { return Stream{stream_, true}; }
 
   Tensor view(const Tensor& buffer, Shape shape) const {
     return Tensor::view(buffer.data(), buffer.dtype(), device_, std::move(shape));
@@ -213,7 +216,7 @@ class CudaLlama final : public CudaForward {
   void qkv_block(const DeviceLayer& w, std::int64_t layer, std::int64_t n, KvCache& cache) {
     const Tensor qkv = view(qkv_, {n, c_.q_dim() + 2 * c_.kv_dim()});
     if (n <= kFusedRows) {
-      rmsnorm_matvec(view(x_, {n, c_.dim}), w.attn_norm, w.wqkv, qkv, c_.rms_eps, stream());
+      rmsnorm_matvec(view(x_, {n, c_.dim}), w.attn_norm, w.wqkv, qkv, c_.rms_eps, overlapped());
     } else {
       rmsnorm_forward(view(x_, {n, c_.dim}), w.attn_norm, view(xn_, {n, c_.dim}), c_.rms_eps, stream());
       linear(w.wqkv, linear_input(xn_, n, c_.dim), qkv_, n, 0.0f);
@@ -226,7 +229,7 @@ class CudaLlama final : public CudaForward {
     rope.attention_factor = rope_factor_;
     std::int64_t host_length = cache.length();  // advanced by the append; the cache advances after all layers
     rope_qkv_append(qkv, inv_freq_, rope, view(q_, {n, c_.n_heads, c_.head_dim}), cache.k(layer), cache.v(layer),
-                    cache.device_length(layer), std::span<std::int64_t>(&host_length, 1), stream());
+                    cache.device_length(layer), std::span<std::int64_t>(&host_length, 1), overlapped());
   }
 
   void attention_block(std::int64_t layer, std::int64_t n, KvCache& cache) {
@@ -242,12 +245,12 @@ class CudaLlama final : public CudaForward {
     batch.device_kv_lengths = cache.device_length(layer);
     batch.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c_.head_dim)));
     if (n == 1)
-      attention_->decode(batch, stream());
+      attention_->decode(batch, overlapped());
     else
       attention_->prefill(batch, stream());
     // x += attn @ Wo^T; the attention output is in the cache's dtype, usually the linear layers'.
     if (n <= kFusedRows)
-      matvec_add(view(attn_, {n, c_.q_dim()}), w.wo, view(x_, {n, c_.dim}), stream());
+      matvec_add(view(attn_, {n, c_.q_dim()}), w.wo, view(x_, {n, c_.dim}), overlapped());
     else
       linear(w.wo, cache_dtype_ == linear_dtype_ ? attn_.data() : linear_input(attn_, n, c_.q_dim()), x_, n, 1.0f);
   }
@@ -256,8 +259,8 @@ class CudaLlama final : public CudaForward {
     const DeviceLayer& w = layers_[static_cast<std::size_t>(layer)];
     const Tensor hidden = view(hidden_, {n, c_.ffn_dim});
     if (n <= kFusedRows) {
-      rmsnorm_swiglu_matvec(view(x_, {n, c_.dim}), w.ffn_norm, w.w_gate, w.w_up, hidden, c_.rms_eps, stream());
-      matvec_add(hidden, w.w_down, view(x_, {n, c_.dim}), stream());  // x += swiglu @ Wdown^T
+      rmsnorm_swiglu_matvec(view(x_, {n, c_.dim}), w.ffn_norm, w.w_gate, w.w_up, hidden, c_.rms_eps, overlapped());
+      matvec_add(hidden, w.w_down, view(x_, {n, c_.dim}), overlapped());  // x += swiglu @ Wdown^T
       return;
     }
     rmsnorm_forward(view(x_, {n, c_.dim}), w.ffn_norm, view(xn_, {n, c_.dim}), c_.rms_eps, stream());
@@ -280,7 +283,8 @@ class CudaLlama final : public CudaForward {
     const Tensor last = Tensor::view(x_.data_as<float>() + (n - logit_rows) * c_.dim, DType::f32, device_,
                                      {logit_rows, c_.dim});
     if (logit_rows <= kFusedRows) {
-      rmsnorm_matvec(last, out_norm_, lm_head_, view(logits_, {logit_rows, c_.vocab_size}), c_.rms_eps, stream());
+      rmsnorm_matvec(last, out_norm_, lm_head_, view(logits_, {logit_rows, c_.vocab_size}), c_.rms_eps,
+                     overlapped());
       return;
     }
     rmsnorm_forward(last, out_norm_, view(xn_, {logit_rows, c_.dim}), c_.rms_eps, stream());

@@ -7,6 +7,10 @@
 
 #include <cmath>
 
+#if IGNIS_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "harness/op_harness.h"
 #include "ignis/ops.h"
 #include "ref/fused_linear.h"
@@ -128,6 +132,45 @@ TEST_P(FusedLinearOp, RmsnormSwigluMatvec) {
                                            2 * dot_rtol(s.in)));
     }
   }
+}
+
+// With Stream::overlap_previous a kernel starts before the one ahead of it has finished; it must
+// still read that kernel's output, not what the buffer held before. A chain of three ops on one
+// stream, each reading the previous one's output (poisoned beforehand), equals the same chain
+// launched plainly, bit for bit.
+TEST_P(FusedLinearOp, OverlappedChainReadsEachOutput) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, fused_linear_supported(impl.device, impl.dtype));
+#if IGNIS_WITH_CUDA
+  cudaStream_t raw = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&raw), cudaSuccess);
+  const Shape3 s{1, 576, 1536};
+  const Inputs in = make_inputs(impl, s, DType::f32, 9700);
+  Tensor x = test::make_tensor(in.x, {s.n, s.in}, DType::f32, impl.device);
+  Tensor nw = test::make_tensor(in.norm_weight, {s.in}, DType::f32, impl.device);
+  Tensor w1 = test::make_tensor(in.w, {s.out, s.in}, impl.dtype, impl.device);
+  Tensor w2 = test::make_tensor(in.w_up, {s.in, s.out}, impl.dtype, impl.device);
+  std::vector<std::vector<double>> results;
+  for (bool overlap : {false, true}) {
+    const Stream stream{raw, overlap};
+    Tensor hidden = test::make_poisoned({s.n, s.out}, DType::f32, impl.device);
+    Tensor y = test::make_tensor(in.x, {s.n, s.in}, DType::f32, impl.device);
+    Tensor logits = test::make_poisoned({s.n, s.out}, DType::f32, impl.device);
+    synchronize(stream);
+    for (int repeat = 0; repeat < 20; ++repeat) {
+      rmsnorm_matvec(x, nw, w1, hidden, kEps, stream);  // hidden = W1 rmsnorm(x)
+      matvec_add(hidden, w2, y, stream);                // y += W2 hidden
+      rmsnorm_matvec(y, nw, w1, logits, kEps, stream);  // logits = W1 rmsnorm(y)
+    }
+    synchronize(stream);
+    results.push_back(test::read_tensor(logits));
+    const std::vector<double> y_host = test::read_tensor(y);
+    results.back().insert(results.back().end(), y_host.begin(), y_host.end());
+  }
+  cudaStreamDestroy(raw);
+  ASSERT_EQ(results[0].size(), results[1].size());
+  for (std::size_t i = 0; i < results[0].size(); ++i) ASSERT_EQ(results[0][i], results[1][i]) << "at " << i;
+#endif
 }
 
 // Weights one element past a 16-byte boundary take the scalar kernel even when in is a

@@ -17,6 +17,7 @@
 
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
+#include "cuda/common/pdl.cuh"
 #include "cuda/common/reduce.cuh"
 #include "cuda/common/scratch.cuh"
 #include "cuda/ops/attention_decode.h"
@@ -76,6 +77,8 @@ template <class T, int kSlices, int kGroup>
 __global__ void __launch_bounds__(kThreads, kGroup <= 4 ? 4 : 3)
     decode_split_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                         float* __restrict__ part_o, float2* __restrict__ part_ml, DecodeArgs a) {
+  pdl_trigger();
+  pdl_wait();  // q, the cache rows and the lengths come from the kernels before
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kLanes = kSlices < 32 ? kSlices : 32;  // lanes per key
   constexpr int kPerLane = kSlices / kLanes;           // slices per lane
@@ -278,6 +281,8 @@ template <class T>
 __global__ void __launch_bounds__(kThreads)
     decode_combine_kernel(const float* __restrict__ part_o, const float2* __restrict__ part_ml, T* __restrict__ o,
                           DecodeArgs a) {
+  pdl_trigger();
+  pdl_wait();  // the partials of the split kernel
   __shared__ float scratch[32];
   __shared__ float weight[kCombineTile];
   __shared__ float4 shares[kThreads];
@@ -370,7 +375,7 @@ Plan plan_for(std::int64_t batch, std::int64_t max_seqlen, std::int64_t heads_q,
 template <class T, int kSlices, int kGroup>
 void launch_split(const T* q, const T* k, const T* v, float* part_o, float2* part_ml, const DecodeArgs& args,
                   dim3 grid, Stream stream) {
-  decode_split_kernel<T, kSlices, kGroup><<<grid, kThreads, 0, to_cuda(stream)>>>(q, k, v, part_o, part_ml, args);
+  launch_kernel(decode_split_kernel<T, kSlices, kGroup>, grid, kThreads, 0, stream, q, k, v, part_o, part_ml, args);
   IGNIS_CHECK_LAUNCH();
 }
 
@@ -433,8 +438,8 @@ void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const
         fail_expected("attention_decode_forward", "q.size(3) (head_dim)", "<= 256", head_dim);
       }
   }
-  decode_combine_kernel<T><<<dim3(static_cast<unsigned>(heads_q), static_cast<unsigned>(batch)), kThreads, 0,
-                             to_cuda(stream)>>>(part_o, part_ml, o.data_as<T>(), args);
+  launch_kernel(decode_combine_kernel<T>, dim3(static_cast<unsigned>(heads_q), static_cast<unsigned>(batch)), kThreads,
+                0, stream, part_o, part_ml, o.data_as<T>(), args);
   IGNIS_CHECK_LAUNCH();
 }
 

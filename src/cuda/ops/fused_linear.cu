@@ -16,6 +16,7 @@
 
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
+#include "cuda/common/pdl.cuh"
 #include "cuda/common/reduce.cuh"
 #include "cuda/ops/fused_linear.h"
 
@@ -135,6 +136,18 @@ __global__ void __launch_bounds__(kThreads) matvec_kernel(Params p) {
   const W* w = static_cast<const W*>(p.w);
   const W* w_up = static_cast<const W*>(p.w_up);
 
+  // The weights are constant: their first rows head for L2 while the kernel before still runs.
+  pdl_trigger();
+  {
+    const int first = static_cast<int>(blockIdx.x) * kWarps + warp;
+    if (blockIdx.y == 0 && first < p.out) {
+      const long long bytes = static_cast<long long>(p.in) * sizeof(W);
+      prefetch_l2(w + static_cast<long long>(first) * p.in, bytes, lane);
+      if constexpr (kGlu) prefetch_l2(w_up + static_cast<long long>(first) * p.in, bytes, lane);
+    }
+  }
+  pdl_wait();  // x (and y, when accumulating) come from the kernels before
+
   if (p.norm_weight != nullptr) {
     for (int r = warp; r < nr; r += kWarps) {
       const long long base = static_cast<long long>(r0 + r) * p.in;
@@ -207,7 +220,7 @@ void launch(Params p, Stream stream) {
   const long long blocks = std::min<long long>(groups, static_cast<long long>(sm_count()) * kBlocksPerSm);
   const dim3 grid(static_cast<unsigned>(blocks), ceil_div(p.n, NR));
   const std::size_t smem = static_cast<std::size_t>(NR) * p.tile * sizeof(float);
-  matvec_kernel<W, NR, kVec, kGlu><<<grid, kThreads, smem, to_cuda(stream)>>>(p);
+  launch_kernel(matvec_kernel<W, NR, kVec, kGlu>, grid, kThreads, smem, stream, p);
   IGNIS_CHECK_LAUNCH();
 }
 

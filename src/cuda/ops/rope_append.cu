@@ -10,6 +10,7 @@
 
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
+#include "cuda/common/pdl.cuh"
 #include "cuda/common/rope_angle.cuh"
 #include "cuda/ops/rope_append.h"
 
@@ -35,6 +36,8 @@ struct Params {
 
 template <class T, bool kInterleaved>
 __global__ void rope_append_kernel(Params p) {
+  pdl_trigger();
+  pdl_wait();  // q|k|v and the length come from the kernels before
   const int start = p.lengths[0];
   const int half = p.rotary_dim / 2;
   const int head_units = p.head_dim - half;  // half pairs + (head_dim - rotary_dim) pass-through
@@ -89,7 +92,11 @@ __global__ void rope_append_kernel(Params p) {
   }
 }
 
-__global__ void advance_kernel(int* lengths, int n) { lengths[0] += n; }
+__global__ void advance_kernel(int* lengths, int n) {
+  pdl_trigger();
+  pdl_wait();  // every block of the append has read the length
+  lengths[0] += n;
+}
 
 template <class T>
 void launch(const Params& p, long long total, bool interleaved, Stream stream) {
@@ -97,9 +104,9 @@ void launch(const Params& p, long long total, bool interleaved, Stream stream) {
   const int threads = one_block ? static_cast<int>(std::min<long long>(kMaxThreads, (total + 31) / 32 * 32)) : kThreads;
   const unsigned blocks = one_block ? 1u : std::min(ceil_div(total, kThreads), 65535u);
   if (interleaved)
-    rope_append_kernel<T, true><<<blocks, threads, 0, to_cuda(stream)>>>(p);
+    launch_kernel(rope_append_kernel<T, true>, blocks, threads, 0, stream, p);
   else
-    rope_append_kernel<T, false><<<blocks, threads, 0, to_cuda(stream)>>>(p);
+    launch_kernel(rope_append_kernel<T, false>, blocks, threads, 0, stream, p);
   IGNIS_CHECK_LAUNCH();
 }
 
@@ -135,7 +142,7 @@ void rope_qkv_append(const Tensor& qkv, const Tensor& inv_freq, const RopeAppend
     default: fail_expected("rope_qkv_append", "q_out.dtype", "f32, f16 or bf16", q_out.dtype());
   }
   if (!p.advance) {
-    advance_kernel<<<1, 1, 0, to_cuda(stream)>>>(p.lengths, p.n);
+    launch_kernel(advance_kernel, 1, 1, 0, stream, p.lengths, p.n);
     IGNIS_CHECK_LAUNCH();
   }
 }

@@ -1,0 +1,54 @@
+#pragma once
+// Programmatic dependent launch (Hopper): a kernel launched with Stream::overlap_previous may
+// start while the previous kernel on the stream still runs. Its blocks first call pdl_trigger()
+// (let the kernel after them start early in turn), may then touch inputs nobody on the stream is
+// writing (weights: e.g. pull them into L2), and must call pdl_wait() before reading or writing
+// anything else: it returns once every earlier kernel has finished and its writes are visible.
+// Without the launch attribute both calls cost nothing and the launch is ordinary. On GPUs before
+// sm_90 they compile to nothing.
+#include <cuda_runtime.h>
+
+#include "cuda/common/launch.cuh"
+#include "ignis/stream.h"
+
+namespace ignis::cuda {
+
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Pulls the 128-byte lines of [p, p + bytes) into L2, lanes of a warp taking every 32nd line.
+__device__ __forceinline__ void prefetch_l2(const void* p, long long bytes, int lane) {
+  const char* c = static_cast<const char*>(p);
+  for (long long off = static_cast<long long>(lane) * 128; off < bytes; off += 32 * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), with the programmatic-serialization attribute
+// when the stream asks for overlap; launch errors are left for IGNIS_CHECK_LAUNCH.
+template <class... Params, class... Args>
+void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, Stream stream,
+                   Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = to_cuda(stream);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  // Only on a created stream: the legacy default stream synchronizes with every other stream.
+  config.numAttrs = stream.overlap_previous && stream.handle != nullptr ? 1 : 0;
+  cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace ignis::cuda
