@@ -1,8 +1,8 @@
 #pragma once
 // Programmatic dependent launch (Hopper): a kernel launched with Stream::overlap_previous may
 // start while the previous kernel on the stream still runs. Its blocks first call pdl_trigger()
-// (let the kernel after them start early in turn), may then touch inputs nobody on the stream is
-// writing (weights: e.g. pull them into L2), and must call pdl_wait() before reading or writing
+// (let the kernel after them start early in turn), may then read inputs nobody on the stream is
+// writing (weights), and must call pdl_wait() before reading or writing
 // anything else: it returns once every earlier kernel has finished and its writes are visible.
 // Without the launch attribute both calls cost nothing and the launch is ordinary. On GPUs before
 // sm_90 they compile to nothing.
@@ -23,13 +23,6 @@ __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-}
-
-// Pulls the 128-byte lines of [p, p + bytes) into L2, lanes of a warp taking every 32nd line.
-__device__ __forceinline__ void prefetch_l2(const void* p, long long bytes, int lane) {
-  const char* c = static_cast<const char*>(p);
-  for (long long off = static_cast<long long>(lane) * 128; off < bytes; off += 32 * 128)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), with the programmatic-serialization attribute
