@@ -40,8 +40,14 @@ class CudaAttention final : public AttentionBackend {
     if (attention_decode_supported(batch.q.device(), batch.q.dtype()) &&
         attention_decode_head_dim_supported(batch.q.size(3))) {
       decode_ = "split-k";
+      // An owned workspace: the first (plain) step of a cache allocates it, so the captured graph
+      // replays kernels only.
+      const std::int64_t bytes = attention_decode_workspace_bytes(
+          batch.q.size(0), batch.k_cache.size(1), batch.q.size(2), batch.k_cache.size(2), batch.q.size(3));
+      if (!workspace_.defined() || workspace_.numel() < bytes || workspace_.device() != batch.q.device())
+        workspace_ = Tensor::empty({bytes}, DType::u8, batch.q.device());
       attention_decode_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
-                               params(batch), stream);
+                               params(batch), workspace_, stream);
     } else {
       decode_ = "naive";
       attention_naive_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
@@ -65,6 +71,7 @@ class CudaAttention final : public AttentionBackend {
   const char* prefill_ = "not run yet";
   const char* decode_ = "not run yet";
   mutable std::string name_;
+  Tensor workspace_;  // [bytes] u8: the split-k partials
 };
 
 }  // namespace

@@ -44,6 +44,22 @@ void check_aligned(const Tensor& t, const char* name) {
 
 void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& seqlens_k,
                               const Tensor& o, const AttentionParams& params, Stream stream) {
+  attention_decode_forward(q, k_cache, v_cache, seqlens_k, o, params, Tensor(), stream);
+}
+
+std::int64_t attention_decode_workspace_bytes(std::int64_t batch, std::int64_t max_seqlen, std::int64_t heads_q,
+                                              std::int64_t heads_kv, std::int64_t head_dim) {
+#if IGNIS_WITH_CUDA
+  return static_cast<std::int64_t>(cuda::attention_decode_workspace_bytes(batch, max_seqlen, heads_q, heads_kv, head_dim));
+#else
+  (void)batch, (void)max_seqlen, (void)heads_q, (void)heads_kv, (void)head_dim;
+  return 0;
+#endif
+}
+
+void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& seqlens_k,
+                              const Tensor& o, const AttentionParams& params, const Tensor& workspace,
+                              Stream stream) {
   check_dim(q, 4, kWhere, "q");
   check_contiguous(q, kWhere, "q");
   check_dim(k_cache, 4, kWhere, "k_cache");
@@ -74,10 +90,21 @@ void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tens
             params.softcap);
   check_arg(params.window_left >= -1, kWhere, "params.window_left", ">= -1", params.window_left);
   check_arg(params.window_right >= -1, kWhere, "params.window_right", ">= -1", params.window_right);
+  if (workspace.defined()) {
+    const std::int64_t needed = attention_decode_workspace_bytes(batch, max_seqlen, heads_q, heads_kv, head_dim);
+    check_dtype(workspace, DType::u8, kWhere, "workspace");
+    check_device(workspace, q.device(), kWhere, "workspace");
+    check_contiguous(workspace, kWhere, "workspace");
+    check_arg(workspace.numel() >= needed, kWhere, "workspace.numel()", ">= " + std::to_string(needed),
+              workspace.numel());
+    const auto offset = reinterpret_cast<std::uintptr_t>(workspace.data()) % 256;
+    check_arg(offset == 0, kWhere, "workspace", "256-byte aligned", "an address = " + std::to_string(offset) + " mod 256");
+  }
 #if IGNIS_WITH_CUDA
   AttentionParams resolved = params;
   if (resolved.scale == 0.0) resolved.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  cuda::attention_decode_forward(q, k_cache, v_cache, seqlens_k.data_as<const int>(), o, resolved, stream);
+  cuda::attention_decode_forward(q, k_cache, v_cache, seqlens_k.data_as<const int>(), o, resolved,
+                                 workspace.defined() ? workspace.data() : nullptr, stream);
 #else
   (void)stream;
 #endif

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness/op_harness.h"
+#include "model/error_text.h"
 #include "ignis/ops.h"
 #include "ref/attention.h"
 
@@ -198,16 +199,25 @@ TEST_P(AttentionDecodeOp, GrowingDeviceLengths) {
   std::vector<std::int32_t> lengths = {0, 1};
   Tensor tlen = lengths_tensor(lengths, impl.device);
   Tensor to = test::make_poisoned(q_shape, impl.dtype, impl.device);
-  for (const std::vector<std::int32_t>& step : std::vector<std::vector<std::int32_t>>{
-           {0, 1}, {1, 2}, {16, 17}, {1023, 1024}, {1024, 1025}, {1151, 1152}}) {
-    Case c = full;
-    c.lengths = step;
-    SCOPED_TRACE(testing::Message() << impl << " " << c);
-    lengths = step;
-    copy_bytes(tlen.data(), tlen.device(), lengths.data(), Device::cpu(), lengths.size() * sizeof(std::int32_t));
-    attention_decode_forward(tq, tk, tv, tlen, to, {.causal = true});
-    const auto ref = reference(c, in);
-    EXPECT_TRUE(test::close_to_reference(test::read_tensor(to), ref, impl.dtype, test::quantize(ref, impl.dtype)));
+  // Also through one caller-owned workspace reused by every call, as the engine's graph does.
+  const std::int64_t bytes = attention_decode_workspace_bytes(2, 1152, 9, 3, 64);
+  ASSERT_GT(bytes, 0);
+  Tensor workspace = test::make_poisoned({bytes}, DType::u8, impl.device);
+  for (bool own_workspace : {false, true}) {
+    for (const std::vector<std::int32_t>& step : std::vector<std::vector<std::int32_t>>{
+             {0, 1}, {1, 2}, {16, 17}, {1023, 1024}, {1024, 1025}, {1151, 1152}}) {
+      Case c = full;
+      c.lengths = step;
+      SCOPED_TRACE(testing::Message() << impl << " " << c << (own_workspace ? " workspace" : ""));
+      lengths = step;
+      copy_bytes(tlen.data(), tlen.device(), lengths.data(), Device::cpu(), lengths.size() * sizeof(std::int32_t));
+      if (own_workspace)
+        attention_decode_forward(tq, tk, tv, tlen, to, {.causal = true}, workspace);
+      else
+        attention_decode_forward(tq, tk, tv, tlen, to, {.causal = true});
+      const auto ref = reference(c, in);
+      EXPECT_TRUE(test::close_to_reference(test::read_tensor(to), ref, impl.dtype, test::quantize(ref, impl.dtype)));
+    }
   }
 }
 
@@ -222,6 +232,12 @@ TEST_P(AttentionDecodeOp, RejectsBadArguments) {
   Tensor len = lengths_tensor(host_lengths, impl.device);
   const AttentionParams none;
   EXPECT_NO_THROW(attention_decode_forward(q, k, v, len, o, none));
+  const std::int64_t bytes = attention_decode_workspace_bytes(2, 7, 4, 2, 16);
+  EXPECT_NO_THROW(attention_decode_forward(q, k, v, len, o, none, make_as({bytes}, DType::u8)));
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, v, len, o, none, make_as({bytes - 1}, DType::u8)),
+                        "workspace.numel()");
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, v, len, o, none, make_as({bytes}, DType::i32)),
+                        "workspace");
 
   EXPECT_THROW(attention_decode_forward(make({2, 2, 4, 16}), k, v, len, make({2, 2, 4, 16}), none), Error);  // seqlen_q
   EXPECT_THROW(attention_decode_forward(q, make({1, 7, 2, 16}), v, len, o, none), Error);                 // batch

@@ -30,4 +30,14 @@ bool attention_decode_head_dim_supported(std::int64_t head_dim);
 void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& seqlens_k,
                               const Tensor& o, const AttentionParams& params, Stream stream = {});
 
+// Bytes of device memory the split partials take for these shapes (0 without CUDA).
+std::int64_t attention_decode_workspace_bytes(std::int64_t batch, std::int64_t max_seqlen, std::int64_t heads_q,
+                                              std::int64_t heads_kv, std::int64_t head_dim);
+// The same op with a caller-owned workspace: [>= attention_decode_workspace_bytes] u8, on q's device,
+// 256-byte aligned, not used by anything else until the op has run. With it a call allocates
+// nothing, so a captured CUDA graph holds only the two kernels.
+void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& seqlens_k,
+                              const Tensor& o, const AttentionParams& params, const Tensor& workspace,
+                              Stream stream = {});
+
 }  // namespace ignis

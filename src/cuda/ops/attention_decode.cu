@@ -16,6 +16,8 @@
 #include <climits>
 
 #include "cuda/common/convert.cuh"
+#include <optional>
+
 #include "cuda/common/launch.cuh"
 #include "cuda/common/pdl.cuh"
 #include "cuda/common/reduce.cuh"
@@ -386,9 +388,20 @@ void launch_split_group(int group_tile, const T* q, const T* k, const T* v, floa
   launch_split<T, kSlices, 8>(q, k, v, part_o, part_ml, args, grid, stream);
 }
 
+// Where the partials live: per (sequence, query head, chunk) an output row, then a (max, sum) pair.
+struct Layout {
+  std::size_t o_bytes, total;
+};
+
+Layout layout_for(std::int64_t batch, std::int64_t heads_q, std::int64_t head_dim, const Plan& plan) {
+  const std::size_t partials = static_cast<std::size_t>(batch * heads_q * plan.n_chunks);
+  const std::size_t o_bytes = align_up(partials * static_cast<std::size_t>(head_dim) * sizeof(float));
+  return {o_bytes, o_bytes + partials * sizeof(float2)};
+}
+
 template <class T>
 void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int* seqlens_k, const Tensor& o,
-            const AttentionParams& params, Stream stream) {
+            const AttentionParams& params, void* workspace, Stream stream) {
   constexpr int kVec = 16 / sizeof(T);
   const std::int64_t batch = q.size(0), heads_q = q.size(2), head_dim = q.size(3);
   const std::int64_t max_seqlen = k_cache.size(1), heads_kv = k_cache.size(2);
@@ -413,11 +426,11 @@ void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const
   args.softcap = static_cast<float>(params.softcap);
   args.window_left = params.window_left;
 
-  const std::size_t partials = static_cast<std::size_t>(batch * heads_q * plan.n_chunks);
-  const std::size_t o_bytes = align_up(partials * static_cast<std::size_t>(head_dim) * sizeof(float));
-  Scratch scratch(o_bytes + partials * sizeof(float2), stream);
-  float* part_o = scratch.at<float>(0);
-  auto* part_ml = scratch.at<float2>(o_bytes);
+  const Layout layout = layout_for(batch, heads_q, head_dim, plan);
+  std::optional<Scratch> owned;
+  if (workspace == nullptr) workspace = owned.emplace(layout.total, stream).at<char>(0);
+  auto* part_o = reinterpret_cast<float*>(workspace);
+  auto* part_ml = reinterpret_cast<float2*>(static_cast<char*>(workspace) + layout.o_bytes);
 
   const dim3 grid(static_cast<unsigned>(plan.n_chunks), static_cast<unsigned>(grid_y), static_cast<unsigned>(batch));
   const T* qp = q.data_as<const T>();
@@ -449,12 +462,17 @@ int attention_decode_chunk(std::int64_t batch, std::int64_t max_seqlen, std::int
   return plan_for(batch, max_seqlen, heads_q, heads_kv).chunk;
 }
 
+std::size_t attention_decode_workspace_bytes(std::int64_t batch, std::int64_t max_seqlen, std::int64_t heads_q,
+                                             std::int64_t heads_kv, std::int64_t head_dim) {
+  return layout_for(batch, heads_q, head_dim, plan_for(batch, max_seqlen, heads_q, heads_kv)).total;
+}
+
 void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int* seqlens_k,
-                              const Tensor& o, const AttentionParams& params, Stream stream) {
+                              const Tensor& o, const AttentionParams& params, void* workspace, Stream stream) {
   switch (q.dtype()) {
-    case DType::f32: return launch<float>(q, k_cache, v_cache, seqlens_k, o, params, stream);
-    case DType::f16: return launch<__half>(q, k_cache, v_cache, seqlens_k, o, params, stream);
-    case DType::bf16: return launch<__nv_bfloat16>(q, k_cache, v_cache, seqlens_k, o, params, stream);
+    case DType::f32: return launch<float>(q, k_cache, v_cache, seqlens_k, o, params, workspace, stream);
+    case DType::f16: return launch<__half>(q, k_cache, v_cache, seqlens_k, o, params, workspace, stream);
+    case DType::bf16: return launch<__nv_bfloat16>(q, k_cache, v_cache, seqlens_k, o, params, workspace, stream);
     default: fail_expected("attention_decode_forward", "q.dtype", "f32, f16 or bf16", q.dtype());
   }
 }
