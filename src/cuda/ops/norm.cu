@@ -54,6 +54,7 @@ constexpr int kStagedThreads = 512;
 constexpr int kPreferredStagedThreads = 256;
 constexpr int kMaxStagedCluster = 8;  // the portable cluster size
 constexpr int kSumSlices = 32;  // row slices of the partial-sum kernel
+constexpr int kSumColumns = 32;  // columns a block of the partial-sum kernel
 
 __device__ __forceinline__ float add(float a, float b) { return a + b; }
 __device__ __forceinline__ float2 add(float2 a, float2 b) { return {a.x + b.x, a.y + b.y}; }
@@ -496,18 +497,21 @@ __global__ void __launch_bounds__(1024)
 }
 
 // out[c] = sum over p of part[p, c], in a fixed order, for dweight (blockIdx.y 0) and dbias (1).
-// Block (32, kSumSlices): 32 x W columns (W = 4: float4 loads, dim % 4 == 0), each slice sums
-// every kSumSlices-th partial row, then slice 0 adds the slices in order.
+// A block takes kSumColumns columns (so that even 4096-wide rows give every SM a block), in
+// threads of W columns (W = 4: float4 loads, dim % 4 == 0); slice y sums every kSumSlices-th
+// partial row, then thread t < kSumColumns adds column t's slices in order.
 template <class T, int W>
-__global__ void __launch_bounds__(32 * kSumSlices)
+__global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
     sum_partials(const float* __restrict__ dw_part, const float* __restrict__ db_part, int parts, int dim,
                  T* __restrict__ dweight, T* __restrict__ dbias) {
-  __shared__ float tile[kSumSlices][32 * W + 1];
+  __shared__ float tile[kSumSlices][kSumColumns + 1];
   const float* part = blockIdx.y == 0 ? dw_part : db_part;
   T* out = blockIdx.y == 0 ? dweight : dbias;
-  const int c = (blockIdx.x * 32 + threadIdx.x) * W;
+  const int c0 = blockIdx.x * kSumColumns;
+  const int c = c0 + static_cast<int>(threadIdx.x) * W;
   float s[W] = {};
-  if (c < dim)
+  if (c < dim) {
+#pragma unroll 4
     for (int p = threadIdx.y; p < parts; p += kSumSlices) {
       const float* src = part + static_cast<long long>(p) * dim + c;
       if constexpr (W == 4) {
@@ -521,17 +525,16 @@ __global__ void __launch_bounds__(32 * kSumSlices)
         for (int j = 0; j < W; ++j) s[j] += src[j];
       }
     }
+  }
 #pragma unroll
   for (int j = 0; j < W; ++j) tile[threadIdx.y][threadIdx.x * W + j] = s[j];
   __syncthreads();
-  if (threadIdx.y != 0 || c >= dim) return;
+  const int t = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
+  if (t >= kSumColumns || c0 + t >= dim) return;
+  float total = 0.0f;
 #pragma unroll
-  for (int j = 0; j < W; ++j) {
-    float total = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kSumSlices; ++i) total += tile[i][threadIdx.x * W + j];
-    out[c + j] = from_float<T>(total);
-  }
+  for (int i = 0; i < kSumSlices; ++i) total += tile[i][t];
+  out[c0 + t] = from_float<T>(total);
 }
 
 int pow2_at_least(long long n) {
@@ -715,13 +718,13 @@ using LoopBackward = void (*)(const T*, const T*, const T*, T*, float*, float*, 
 template <class T>
 void sum_partials_into(const float* dw_part, const float* db_part, long long parts, long long dim, T* dweight,
                        T* dbias, cudaStream_t s) {
-  const dim3 block(32, kSumSlices);
   const unsigned sums = dbias != nullptr ? 2 : 1;
+  const dim3 grid(static_cast<unsigned>(ceil_div(dim, kSumColumns)), sums);
   if (dim % 4 == 0)
-    sum_partials<T, 4><<<dim3(ceil_div(dim, 128), sums), block, 0, s>>>(
+    sum_partials<T, 4><<<grid, dim3(kSumColumns / 4, kSumSlices), 0, s>>>(
         dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
   else
-    sum_partials<T, 1><<<dim3(ceil_div(dim, 32), sums), block, 0, s>>>(
+    sum_partials<T, 1><<<grid, dim3(kSumColumns, kSumSlices), 0, s>>>(
         dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
   IGNIS_CHECK_LAUNCH();
 }
