@@ -357,13 +357,23 @@ __global__ void __launch_bounds__(kStagedThreads)
   };
   for (int i = 0; i < kStages - 1; ++i) copy_row(i);
 
-  PackT w[P];  // this thread's weight packs, raw
+  // This thread's weight: as floats when they fit beside the sums (16 columns or fewer, two
+  // conversions an element fewer for 16-bit types), else raw packs, converted at each use.
+  constexpr bool kFloatWeight = P * V <= 16;
+  PackT w[P];
+  float wf[P][V];
   float dw[P][V] = {}, db[P][V] = {};
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     const int k = tid + p * threads;
-    if (k < count) w[p] = reinterpret_cast<const PackT*>(weight)[first + k];
+    if (k >= count) continue;
+    w[p] = reinterpret_cast<const PackT*>(weight)[first + k];
+    if constexpr (kFloatWeight) unpack(w[p], wf[p]);
   }
+  const auto weight_at = [&](int p, int j) {
+    if constexpr (kFloatWeight) return wf[p][j];
+    else return to_float(w[p].v[j]);
+  };
   const float inv_dim = 1.0f / static_cast<float>(dim);
 
   for (long long i = 0; i < n; ++i) {
@@ -397,7 +407,7 @@ __global__ void __launch_bounds__(kStagedThreads)
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         const float d = to_float(a.v[j]) - mean;
-        const float g = to_float(b.v[j]) * to_float(w[p].v[j]);
+        const float g = to_float(b.v[j]) * weight_at(p, j);
         sums.x += d * d;
         sums.y += g;
         sums.z += g * d;
@@ -424,7 +434,7 @@ __global__ void __launch_bounds__(kStagedThreads)
       for (int j = 0; j < V; ++j) {
         const float xhat = (to_float(a.v[j]) - mean) * rstd;
         const float gy = to_float(b.v[j]);
-        d[j] = rstd * (gy * to_float(w[p].v[j]) - mean_g - xhat * mean_gx);
+        d[j] = rstd * (gy * weight_at(p, j) - mean_g - xhat * mean_gx);
         dw[p][j] += gy * xhat;
         if constexpr (kKind == Kind::layer) db[p][j] += gy;
       }
