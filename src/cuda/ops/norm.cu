@@ -48,6 +48,10 @@ constexpr int kForwardPacks = 4;  // most 16-byte packs of a row one thread keep
 // spread over <= 256 threads while 4 packs a thread allow it, so short rows get several blocks an
 // SM. Rows longer than one block's slice take a cluster of up to kMaxStagedCluster blocks.
 constexpr int kStages = 3;
+// Slices of 16 KB or less (16-bit rows up to 4096, one block) take kDeepStages stages instead:
+// two such blocks an SM then keep ~160 KB of loads in flight, as the 32 KB slices do with three.
+constexpr int kDeepStages = 6;
+constexpr long long kDeepStageBytes = 16 * 1024;
 constexpr long long kStageBytes = 64 * 1024;
 constexpr int kMaxStagedPacks = 4;
 constexpr int kStagedThreads = 512;
@@ -306,19 +310,19 @@ __device__ __forceinline__ void wait_copies_but() {
 // The backward of rows cached in shared memory. A group of rows (rows_per_group consecutive rows)
 // belongs to one block, or to a cluster of `cluster` blocks each holding a slice of the columns.
 // Thread t of a block owns packs t, t + blockDim.x, ... (P of them) of the block's slice in every
-// row: it copies them into a ring of kStages row stages with cp.async (kStages - 1 rows ahead, so
+// row: it copies them into a ring of S row stages with cp.async (S - 1 rows ahead, so
 // DRAM stays busy through the reductions and barriers), reads only those packs back (no barrier
 // is needed for the copies), and keeps its columns' dweight/dbias sums in registers over the
 // group's rows. At the end each block writes its slice of the group's partial row to dw_part /
 // db_part ([groups, dim] fp32), summed over groups in a fixed order by sum_partials.
-template <Kind kKind, class T, int P>
+template <Kind kKind, class T, int P, int S>
 __global__ void __launch_bounds__(kStagedThreads)
     backward_staged(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
                     T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part, long long rows,
                     int dim, float eps, int cluster, long long rows_per_group) {
   constexpr int V = 16 / sizeof(T);
   using PackT = Pack<T, V>;
-  extern __shared__ __align__(16) unsigned char staged_smem[];  // [kStages][x, dy][slice] packs
+  extern __shared__ __align__(16) unsigned char staged_smem[];  // [S][x, dy][slice] packs
   __shared__ float scratch1[32];
   __shared__ float2 scratch2[2][32];  // RMSNorm's one reduction a row alternates buffers
   __shared__ float3 scratch3[32];
@@ -338,12 +342,12 @@ __global__ void __launch_bounds__(kStagedThreads)
   const PackT* xg = reinterpret_cast<const PackT*>(x);
   const PackT* gg = reinterpret_cast<const PackT*>(dy);
 
-  // Row i of the group into stage i % kStages; one commit per call, empty past the group's end,
-  // so that wait_copies_but<kStages - 1> always means "row i has landed".
+  // Row i of the group into stage i % S; one commit per call, empty past the group's end, so
+  // that wait_copies_but<S - 1> always means "row i has landed".
   const auto copy_row = [&](long long i) {
     if (i < n) {
       const long long base = (row0 + i) * packs + first;
-      PackT* stage = cache + (i % kStages) * 2 * slice;
+      PackT* stage = cache + (i % S) * 2 * slice;
 #pragma unroll
       for (int p = 0; p < P; ++p) {
         const int k = tid + p * threads;
@@ -355,7 +359,7 @@ __global__ void __launch_bounds__(kStagedThreads)
     }
     commit_copies();
   };
-  for (int i = 0; i < kStages - 1; ++i) copy_row(i);
+  for (int i = 0; i < S - 1; ++i) copy_row(i);
 
   // This thread's weight: as floats when they fit beside the sums (16 columns or fewer, two
   // conversions an element fewer for 16-bit types), else raw packs, converted at each use.
@@ -378,9 +382,9 @@ __global__ void __launch_bounds__(kStagedThreads)
 
   for (long long i = 0; i < n; ++i) {
     // The stage written here was last read by this thread itself, in row i - 1.
-    copy_row(i + kStages - 1);
-    wait_copies_but<kStages - 1>();
-    const PackT* xs = cache + (i % kStages) * 2 * slice;
+    copy_row(i + S - 1);
+    wait_copies_but<S - 1>();
+    const PackT* xs = cache + (i % S) * 2 * slice;
     const PackT* gs = xs + slice;
 
     float mean = 0.0f;
@@ -676,13 +680,14 @@ long long resident_blocks(Kernel kernel, int threads, std::size_t smem) {
 }
 
 // How backward_staged holds a row: `cluster` blocks of `threads` threads with `packs` packs each
-// (a thread's share of its block's slice of ceil(row packs / cluster)), `smem` bytes of stages.
-// cluster == 0: the row does not fit.
+// (a thread's share of its block's slice of ceil(row packs / cluster)), `smem` bytes of `stages`
+// stages. cluster == 0: the row does not fit.
 struct StagedPlan {
   int cluster = 0;
   int threads = 0;
   int packs = 0;
   int smem = 0;
+  int stages = kStages;
 };
 
 StagedPlan plan_staged(long long dim, int v) {
@@ -694,7 +699,8 @@ StagedPlan plan_staged(long long dim, int v) {
     while (p < kMaxStagedPacks && slice > static_cast<long long>(p) * kPreferredStagedThreads) p *= 2;
     const long long threads = ((slice + p - 1) / p + 31) / 32 * 32;
     if (threads > kStagedThreads) continue;
-    return {c, static_cast<int>(threads), p, static_cast<int>(kStages * slice * 32)};
+    const int stages = slice * 32 <= kDeepStageBytes ? kDeepStages : kStages;
+    return {c, static_cast<int>(threads), p, static_cast<int>(stages * slice * 32), stages};
   }
   return {};
 }
@@ -749,10 +755,15 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   // 192 KB of stages fit sm_90 (227 KB a block) but not every device that runs the compute_80 PTX.
   if (plan.cluster == 0 || plan.smem + 1024 > device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) return false;
   BackwardKernel<T> kernel = nullptr;
+  const bool deep = plan.stages == kDeepStages;
   switch (plan.packs) {
-    case 1: kernel = &backward_staged<kKind, T, 1>; break;
-    case 2: kernel = &backward_staged<kKind, T, 2>; break;
-    case 4: kernel = &backward_staged<kKind, T, 4>; break;
+    case 1:
+      kernel = deep ? &backward_staged<kKind, T, 1, kDeepStages> : &backward_staged<kKind, T, 1, kStages>;
+      break;
+    case 2:
+      kernel = deep ? &backward_staged<kKind, T, 2, kDeepStages> : &backward_staged<kKind, T, 2, kStages>;
+      break;
+    case 4: kernel = &backward_staged<kKind, T, 4, kStages>; break;  // slices past kDeepStageBytes
     default: return false;
   }
   IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
