@@ -18,9 +18,11 @@
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight (RMSNorm: no mean(g)
 // term and mean 0). LayerNorm takes two reductions a row (sum x; then sum (x - mean)^2, sum g and
 // sum g (x - mean) together, mean(g * xhat) being rstd * mean(g (x - mean))), RMSNorm one
-// (sum x^2 and sum g x). dweight = sum over rows of dy * xhat and dbias = sum of dy stay in fp32
-// registers over the group's rows, are written as one partial row per group into a [groups, dim]
-// workspace, and are summed over groups in a fixed order by a second kernel: no atomics,
+// (sum x^2 and sum g x); LayerNorm rows of 16 columns a thread or fewer take one reduction too,
+// of sums shifted by the previous row's mean, unless that would cancel (see kShifted).
+// dweight = sum over rows of dy * xhat and dbias = sum of dy stay in fp32 registers over the
+// group's rows, are written as one partial row per group into a [groups, dim] workspace, and are
+// summed over groups in a fixed order by a second kernel: no atomics,
 // deterministic. Rows longer than one block's slice are split over a cluster, whose reductions
 // go through distributed shared memory; unaligned or longer rows take a looping kernel.
 // RMSNorm is the LayerNorm computation with the mean fixed at 0 and no bias.
@@ -62,7 +64,7 @@ constexpr int kSumColumns = 32;  // columns a block of the partial-sum kernel
 
 __device__ __forceinline__ float add(float a, float b) { return a + b; }
 __device__ __forceinline__ float2 add(float2 a, float2 b) { return {a.x + b.x, a.y + b.y}; }
-__device__ __forceinline__ float3 add(float3 a, float3 b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
+__device__ __forceinline__ float4 add(float4 a, float4 b) { return {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w}; }
 
 __device__ __forceinline__ float warp_sum(float v) { return warp_reduce(v, Sum{}); }
 __device__ __forceinline__ float2 warp_sum(float2 v) {
@@ -73,12 +75,13 @@ __device__ __forceinline__ float2 warp_sum(float2 v) {
   }
   return v;
 }
-__device__ __forceinline__ float3 warp_sum(float3 v) {
+__device__ __forceinline__ float4 warp_sum(float4 v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
     v.x += __shfl_xor_sync(kFullMask, v.x, offset);
     v.y += __shfl_xor_sync(kFullMask, v.y, offset);
     v.z += __shfl_xor_sync(kFullMask, v.z, offset);
+    v.w += __shfl_xor_sync(kFullMask, v.w, offset);
   }
   return v;
 }
@@ -323,12 +326,14 @@ __global__ void __launch_bounds__(kStagedThreads)
   constexpr int V = 16 / sizeof(T);
   using PackT = Pack<T, V>;
   extern __shared__ __align__(16) unsigned char staged_smem[];  // [S][x, dy][slice] packs
+  // The row's reductions alternate buffers between rows: float2 for RMSNorm (and LayerNorm's
+  // two-pass fallback), float4 for LayerNorm; float: LayerNorm's mean where it goes first.
   __shared__ float scratch1[32];
-  __shared__ float2 scratch2[2][32];  // RMSNorm's one reduction a row alternates buffers
-  __shared__ float3 scratch3[32];
+  __shared__ float2 scratch2[2][32];
+  __shared__ float4 scratch4[2][32];
   __shared__ float slot1;
   __shared__ float2 slot2;
-  __shared__ float3 slot3;
+  __shared__ float4 slot4;
 
   const int packs = dim / V;
   const int slice = (packs + cluster - 1) / cluster;
@@ -379,6 +384,15 @@ __global__ void __launch_bounds__(kStagedThreads)
     else return to_float(w[p].v[j]);
   };
   const float inv_dim = 1.0f / static_cast<float>(dim);
+  // LayerNorm sums d = x - shift. With kShifted, shift is the previous row's mean (0 before the
+  // first), so one reduction gives the mean, the variance E[d^2] - E[d]^2 and sum g (x - mean):
+  // a common offset cancels exactly in d. Where E[d]^2 > the variance (a row far from the
+  // previous one) that loses more than one bit, and the row takes a second, two-pass reduction;
+  // the branch is the same in every thread of the block and cluster (the sums have the same bits
+  // everywhere). Without kShifted (32 columns a thread: no registers for the fallback) shift is
+  // the row's mean, from a reduction of its own first.
+  constexpr bool kShifted = kKind == Kind::layer && P * V <= 16;
+  float shift = 0.0f;
 
   for (long long i = 0; i < n; ++i) {
     // The stage written here was last read by this thread itself, in row i - 1.
@@ -387,8 +401,7 @@ __global__ void __launch_bounds__(kStagedThreads)
     const PackT* xs = cache + (i % S) * 2 * slice;
     const PackT* gs = xs + slice;
 
-    float mean = 0.0f;
-    if constexpr (kKind == Kind::layer) {
+    if constexpr (kKind == Kind::layer && !kShifted) {
       float s = 0.0f;
 #pragma unroll
       for (int p = 0; p < P; ++p) {
@@ -398,11 +411,10 @@ __global__ void __launch_bounds__(kStagedThreads)
 #pragma unroll
         for (int j = 0; j < V; ++j) s += to_float(a.v[j]);
       }
-      mean = staged_sum(s, scratch1, &slot1, cluster) * inv_dim;
+      shift = staged_sum(s, scratch1, &slot1, cluster) * inv_dim;
     }
-    // (sum (x - mean)^2, sum g, sum g (x - mean)) with g = dy * weight; the mean is known first
-    // so a large common offset does not cancel.
-    float3 sums = {0.0f, 0.0f, 0.0f};
+    // (sum d, sum d^2, sum g, sum g d) with g = dy * weight; RMSNorm: d = x.
+    float4 sums = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       const int k = tid + p * threads;
@@ -410,22 +422,49 @@ __global__ void __launch_bounds__(kStagedThreads)
       const PackT a = xs[k], b = gs[k];
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        const float d = to_float(a.v[j]) - mean;
+        const float d = to_float(a.v[j]) - shift;
         const float g = to_float(b.v[j]) * weight_at(p, j);
-        sums.x += d * d;
-        sums.y += g;
-        sums.z += g * d;
+        sums.x += d;
+        sums.y += d * d;
+        sums.z += g;
+        sums.w += g * d;
       }
     }
+    float mean = 0.0f, var, mean_g = 0.0f, sum_gc;  // sum_gc: sum g (x - mean)
     if constexpr (kKind == Kind::layer) {
-      sums = staged_sum(sums, scratch3, &slot3, cluster);
+      sums = staged_sum(sums, scratch4[i & 1], &slot4, cluster);
+      const float mean_d = kShifted ? sums.x * inv_dim : 0.0f;
+      mean = shift + mean_d;
+      var = sums.y * inv_dim - mean_d * mean_d;
+      mean_g = sums.z * inv_dim;
+      sum_gc = sums.w - mean_d * sums.z;
+      if (kShifted && !(mean_d * mean_d <= var)) {
+        float2 c = {0.0f, 0.0f};  // (sum (x - mean)^2, sum g (x - mean))
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+          const int k = tid + p * threads;
+          if (k >= count) continue;
+          const PackT a = xs[k], b = gs[k];
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            const float d = to_float(a.v[j]) - mean;
+            const float g = to_float(b.v[j]) * weight_at(p, j);
+            c.x += d * d;
+            c.y += g * d;
+          }
+        }
+        c = staged_sum(c, scratch2[i & 1], &slot2, cluster);
+        var = c.x * inv_dim;
+        sum_gc = c.y;
+      }
+      if constexpr (kShifted) shift = mean;
     } else {
-      const float2 s2 = staged_sum(make_float2(sums.x, sums.z), scratch2[i & 1], &slot2, cluster);
-      sums = {s2.x, 0.0f, s2.y};
+      const float2 s2 = staged_sum(make_float2(sums.y, sums.w), scratch2[i & 1], &slot2, cluster);
+      var = s2.x * inv_dim;
+      sum_gc = s2.y;
     }
-    const float rstd = rsqrtf(sums.x * inv_dim + eps);
-    const float mean_g = kKind == Kind::layer ? sums.y * inv_dim : 0.0f;
-    const float mean_gx = rstd * sums.z * inv_dim;  // mean(g * xhat)
+    const float rstd = rsqrtf(var + eps);
+    const float mean_gx = rstd * sum_gc * inv_dim;  // mean(g * xhat)
 
     PackT* out = reinterpret_cast<PackT*>(dx) + (row0 + i) * packs + first;
 #pragma unroll
