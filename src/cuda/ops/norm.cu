@@ -413,23 +413,26 @@ __global__ void __launch_bounds__(kStagedThreads)
       }
       shift = staged_sum(s, scratch1, &slot1, cluster) * inv_dim;
     }
-    // (sum d, sum d^2, sum g, sum g d) with g = dy * weight; RMSNorm: d = x.
-    float4 sums = {0.0f, 0.0f, 0.0f, 0.0f};
+    // Calls f(x, g) for each column of this thread in the row, g = dy * weight.
+    const auto each_column = [&](auto&& f) {
 #pragma unroll
-    for (int p = 0; p < P; ++p) {
-      const int k = tid + p * threads;
-      if (k >= count) continue;
-      const PackT a = xs[k], b = gs[k];
+      for (int p = 0; p < P; ++p) {
+        const int k = tid + p * threads;
+        if (k >= count) continue;
+        const PackT a = xs[k], b = gs[k];
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const float d = to_float(a.v[j]) - shift;
-        const float g = to_float(b.v[j]) * weight_at(p, j);
-        sums.x += d;
-        sums.y += d * d;
-        sums.z += g;
-        sums.w += g * d;
+        for (int j = 0; j < V; ++j) f(to_float(a.v[j]), to_float(b.v[j]) * weight_at(p, j));
       }
-    }
+    };
+    // (sum d, sum d^2, sum g, sum g d); RMSNorm: d = x.
+    float4 sums = {0.0f, 0.0f, 0.0f, 0.0f};
+    each_column([&](float xv, float g) {
+      const float d = xv - shift;
+      sums.x += d;
+      sums.y += d * d;
+      sums.z += g;
+      sums.w += g * d;
+    });
     float mean = 0.0f, var, mean_g = 0.0f, sum_gc;  // sum_gc: sum g (x - mean)
     if constexpr (kKind == Kind::layer) {
       sums = staged_sum(sums, scratch4[i & 1], &slot4, cluster);
@@ -440,19 +443,11 @@ __global__ void __launch_bounds__(kStagedThreads)
       sum_gc = sums.w - mean_d * sums.z;
       if (kShifted && !(mean_d * mean_d <= var)) {
         float2 c = {0.0f, 0.0f};  // (sum (x - mean)^2, sum g (x - mean))
-#pragma unroll
-        for (int p = 0; p < P; ++p) {
-          const int k = tid + p * threads;
-          if (k >= count) continue;
-          const PackT a = xs[k], b = gs[k];
-#pragma unroll
-          for (int j = 0; j < V; ++j) {
-            const float d = to_float(a.v[j]) - mean;
-            const float g = to_float(b.v[j]) * weight_at(p, j);
-            c.x += d * d;
-            c.y += g * d;
-          }
-        }
+        each_column([&](float xv, float g) {
+          const float d = xv - mean;
+          c.x += d * d;
+          c.y += g * d;
+        });
         c = staged_sum(c, scratch2[i & 1], &slot2, cluster);
         var = c.x * inv_dim;
         sum_gc = c.y;
