@@ -112,11 +112,19 @@ testing::AssertionResult dx_close(const Tensor& got, const std::vector<double>& 
                                   magnitude);
 }
 
+// jump != 0: row r is offset by (r % 3) * jump, so neighbouring rows' means differ by far more
+// than their spread (kept small: the fp32 mean's rounding, relative to the offset, costs any
+// implementation dweight digits).
 void check_backward(Norm norm, const Impl& impl, std::int64_t rows, std::int64_t dim, double scale,
-                    std::uint64_t salt) {
+                    std::uint64_t salt, double jump = 0.0) {
   SCOPED_TRACE(testing::Message() << name(norm) << " backward " << impl << " rows " << rows << " dim " << dim
-                                  << " scale " << scale);
-  const Inputs in = make_inputs(impl, rows, dim, scale, 0.0, salt);
+                                  << " scale " << scale << " jump " << jump);
+  Inputs in = make_inputs(impl, rows, dim, scale, 0.0, salt);
+  if (jump != 0.0) {
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < dim; ++c) in.x[r * dim + c] += static_cast<double>(r % 3) * jump;
+    in.x = test::quantize(in.x, impl.dtype);
+  }
   Tensor x = test::make_tensor(in.x, {rows, dim}, impl.dtype, impl.device);
   Tensor w = test::make_tensor(in.weight, {dim}, impl.dtype, impl.device);
   Tensor dy = test::make_tensor(in.dy, {rows, dim}, impl.dtype, impl.device);
@@ -208,6 +216,16 @@ TEST_P(NormOp, BackwardRowLengthPaths) {
     check_backward(norm, impl, 70, 65536, 1.0, ++salt);
     check_backward(norm, impl, 3, 262144, 1.0, ++salt);
   }
+}
+
+// The CUDA LayerNorm backward shifts a row's sums by the previous row's mean (one reduction a
+// row) and must fall back to two passes where rows' means jump.
+TEST_P(NormOp, BackwardRowsOfDifferentMeans) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, supported(impl));
+  std::uint64_t salt = 3600;
+  for (std::int64_t dim : {std::int64_t{64}, std::int64_t{1024}, std::int64_t{4096}, std::int64_t{16384}})
+    check_backward(Norm::layer, impl, 300, dim, 1.0, ++salt, 8.0);
 }
 
 // dweight/dbias are sums over row groups fixed by the launch, added in a fixed order: two runs

@@ -18,9 +18,11 @@
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight (RMSNorm: no mean(g)
 // term and mean 0). LayerNorm takes two reductions a row (sum x; then sum (x - mean)^2, sum g and
 // sum g (x - mean) together, mean(g * xhat) being rstd * mean(g (x - mean))), RMSNorm one
-// (sum x^2 and sum g x). dweight = sum over rows of dy * xhat and dbias = sum of dy stay in fp32
-// registers over the group's rows, are written as one partial row per group into a [groups, dim]
-// workspace, and are summed over groups in a fixed order by a second kernel: no atomics,
+// (sum x^2 and sum g x); LayerNorm rows of 16 columns a thread or fewer take one reduction too,
+// of sums shifted by the previous row's mean, unless that would cancel (see kShifted).
+// dweight = sum over rows of dy * xhat and dbias = sum of dy stay in fp32 registers over the
+// group's rows, are written as one partial row per group into a [groups, dim] workspace, and are
+// summed over groups in a fixed order by a second kernel: no atomics,
 // deterministic. Rows longer than one block's slice are split over a cluster, whose reductions
 // go through distributed shared memory; unaligned or longer rows take a looping kernel.
 // RMSNorm is the LayerNorm computation with the mean fixed at 0 and no bias.
@@ -48,16 +50,21 @@ constexpr int kForwardPacks = 4;  // most 16-byte packs of a row one thread keep
 // spread over <= 256 threads while 4 packs a thread allow it, so short rows get several blocks an
 // SM. Rows longer than one block's slice take a cluster of up to kMaxStagedCluster blocks.
 constexpr int kStages = 3;
+// Slices of 16 KB or less (16-bit rows up to 4096, one block) take kDeepStages stages instead:
+// two such blocks an SM then keep ~160 KB of loads in flight, as the 32 KB slices do with three.
+constexpr int kDeepStages = 6;
+constexpr long long kDeepStageBytes = 16 * 1024;
 constexpr long long kStageBytes = 64 * 1024;
 constexpr int kMaxStagedPacks = 4;
 constexpr int kStagedThreads = 512;
 constexpr int kPreferredStagedThreads = 256;
 constexpr int kMaxStagedCluster = 8;  // the portable cluster size
 constexpr int kSumSlices = 32;  // row slices of the partial-sum kernel
+constexpr int kSumColumns = 32;  // columns a block of the partial-sum kernel
 
 __device__ __forceinline__ float add(float a, float b) { return a + b; }
 __device__ __forceinline__ float2 add(float2 a, float2 b) { return {a.x + b.x, a.y + b.y}; }
-__device__ __forceinline__ float3 add(float3 a, float3 b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
+__device__ __forceinline__ float4 add(float4 a, float4 b) { return {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w}; }
 
 __device__ __forceinline__ float warp_sum(float v) { return warp_reduce(v, Sum{}); }
 __device__ __forceinline__ float2 warp_sum(float2 v) {
@@ -68,12 +75,13 @@ __device__ __forceinline__ float2 warp_sum(float2 v) {
   }
   return v;
 }
-__device__ __forceinline__ float3 warp_sum(float3 v) {
+__device__ __forceinline__ float4 warp_sum(float4 v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
     v.x += __shfl_xor_sync(kFullMask, v.x, offset);
     v.y += __shfl_xor_sync(kFullMask, v.y, offset);
     v.z += __shfl_xor_sync(kFullMask, v.z, offset);
+    v.w += __shfl_xor_sync(kFullMask, v.w, offset);
   }
   return v;
 }
@@ -305,25 +313,27 @@ __device__ __forceinline__ void wait_copies_but() {
 // The backward of rows cached in shared memory. A group of rows (rows_per_group consecutive rows)
 // belongs to one block, or to a cluster of `cluster` blocks each holding a slice of the columns.
 // Thread t of a block owns packs t, t + blockDim.x, ... (P of them) of the block's slice in every
-// row: it copies them into a ring of kStages row stages with cp.async (kStages - 1 rows ahead, so
+// row: it copies them into a ring of S row stages with cp.async (S - 1 rows ahead, so
 // DRAM stays busy through the reductions and barriers), reads only those packs back (no barrier
 // is needed for the copies), and keeps its columns' dweight/dbias sums in registers over the
 // group's rows. At the end each block writes its slice of the group's partial row to dw_part /
 // db_part ([groups, dim] fp32), summed over groups in a fixed order by sum_partials.
-template <Kind kKind, class T, int P>
+template <Kind kKind, class T, int P, int S>
 __global__ void __launch_bounds__(kStagedThreads)
     backward_staged(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
                     T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part, long long rows,
                     int dim, float eps, int cluster, long long rows_per_group) {
   constexpr int V = 16 / sizeof(T);
   using PackT = Pack<T, V>;
-  extern __shared__ __align__(16) unsigned char staged_smem[];  // [kStages][x, dy][slice] packs
+  extern __shared__ __align__(16) unsigned char staged_smem[];  // [S][x, dy][slice] packs
+  // The row's reductions alternate buffers between rows: float2 for RMSNorm (and LayerNorm's
+  // two-pass fallback), float4 for LayerNorm; float: LayerNorm's mean where it goes first.
   __shared__ float scratch1[32];
-  __shared__ float2 scratch2[2][32];  // RMSNorm's one reduction a row alternates buffers
-  __shared__ float3 scratch3[32];
+  __shared__ float2 scratch2[2][32];
+  __shared__ float4 scratch4[2][32];
   __shared__ float slot1;
   __shared__ float2 slot2;
-  __shared__ float3 slot3;
+  __shared__ float4 slot4;
 
   const int packs = dim / V;
   const int slice = (packs + cluster - 1) / cluster;
@@ -337,12 +347,12 @@ __global__ void __launch_bounds__(kStagedThreads)
   const PackT* xg = reinterpret_cast<const PackT*>(x);
   const PackT* gg = reinterpret_cast<const PackT*>(dy);
 
-  // Row i of the group into stage i % kStages; one commit per call, empty past the group's end,
-  // so that wait_copies_but<kStages - 1> always means "row i has landed".
+  // Row i of the group into stage i % S; one commit per call, empty past the group's end, so
+  // that wait_copies_but<S - 1> always means "row i has landed".
   const auto copy_row = [&](long long i) {
     if (i < n) {
       const long long base = (row0 + i) * packs + first;
-      PackT* stage = cache + (i % kStages) * 2 * slice;
+      PackT* stage = cache + (i % S) * 2 * slice;
 #pragma unroll
       for (int p = 0; p < P; ++p) {
         const int k = tid + p * threads;
@@ -354,26 +364,44 @@ __global__ void __launch_bounds__(kStagedThreads)
     }
     commit_copies();
   };
-  for (int i = 0; i < kStages - 1; ++i) copy_row(i);
+  for (int i = 0; i < S - 1; ++i) copy_row(i);
 
-  PackT w[P];  // this thread's weight packs, raw
+  // This thread's weight: as floats when they fit beside the sums (16 columns or fewer, two
+  // conversions an element fewer for 16-bit types), else raw packs, converted at each use.
+  constexpr bool kFloatWeight = P * V <= 16;
+  PackT w[P];
+  float wf[P][V];
   float dw[P][V] = {}, db[P][V] = {};
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     const int k = tid + p * threads;
-    if (k < count) w[p] = reinterpret_cast<const PackT*>(weight)[first + k];
+    if (k >= count) continue;
+    w[p] = reinterpret_cast<const PackT*>(weight)[first + k];
+    if constexpr (kFloatWeight) unpack(w[p], wf[p]);
   }
+  const auto weight_at = [&](int p, int j) {
+    if constexpr (kFloatWeight) return wf[p][j];
+    else return to_float(w[p].v[j]);
+  };
   const float inv_dim = 1.0f / static_cast<float>(dim);
+  // LayerNorm sums d = x - shift. With kShifted, shift is the previous row's mean (0 before the
+  // first), so one reduction gives the mean, the variance E[d^2] - E[d]^2 and sum g (x - mean):
+  // a common offset cancels exactly in d. Where E[d]^2 > the variance (a row far from the
+  // previous one) that loses more than one bit, and the row takes a second, two-pass reduction;
+  // the branch is the same in every thread of the block and cluster (the sums have the same bits
+  // everywhere). Without kShifted (32 columns a thread: no registers for the fallback) shift is
+  // the row's mean, from a reduction of its own first.
+  constexpr bool kShifted = kKind == Kind::layer && P * V <= 16;
+  float shift = 0.0f;
 
   for (long long i = 0; i < n; ++i) {
     // The stage written here was last read by this thread itself, in row i - 1.
-    copy_row(i + kStages - 1);
-    wait_copies_but<kStages - 1>();
-    const PackT* xs = cache + (i % kStages) * 2 * slice;
+    copy_row(i + S - 1);
+    wait_copies_but<S - 1>();
+    const PackT* xs = cache + (i % S) * 2 * slice;
     const PackT* gs = xs + slice;
 
-    float mean = 0.0f;
-    if constexpr (kKind == Kind::layer) {
+    if constexpr (kKind == Kind::layer && !kShifted) {
       float s = 0.0f;
 #pragma unroll
       for (int p = 0; p < P; ++p) {
@@ -383,34 +411,55 @@ __global__ void __launch_bounds__(kStagedThreads)
 #pragma unroll
         for (int j = 0; j < V; ++j) s += to_float(a.v[j]);
       }
-      mean = staged_sum(s, scratch1, &slot1, cluster) * inv_dim;
+      shift = staged_sum(s, scratch1, &slot1, cluster) * inv_dim;
     }
-    // (sum (x - mean)^2, sum g, sum g (x - mean)) with g = dy * weight; the mean is known first
-    // so a large common offset does not cancel.
-    float3 sums = {0.0f, 0.0f, 0.0f};
+    // Calls f(x, g) for each column of this thread in the row, g = dy * weight.
+    const auto each_column = [&](auto&& f) {
 #pragma unroll
-    for (int p = 0; p < P; ++p) {
-      const int k = tid + p * threads;
-      if (k >= count) continue;
-      const PackT a = xs[k], b = gs[k];
+      for (int p = 0; p < P; ++p) {
+        const int k = tid + p * threads;
+        if (k >= count) continue;
+        const PackT a = xs[k], b = gs[k];
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const float d = to_float(a.v[j]) - mean;
-        const float g = to_float(b.v[j]) * to_float(w[p].v[j]);
-        sums.x += d * d;
-        sums.y += g;
-        sums.z += g * d;
+        for (int j = 0; j < V; ++j) f(to_float(a.v[j]), to_float(b.v[j]) * weight_at(p, j));
       }
-    }
+    };
+    // (sum d, sum d^2, sum g, sum g d); RMSNorm: d = x.
+    float4 sums = {0.0f, 0.0f, 0.0f, 0.0f};
+    each_column([&](float xv, float g) {
+      const float d = xv - shift;
+      sums.x += d;
+      sums.y += d * d;
+      sums.z += g;
+      sums.w += g * d;
+    });
+    float mean = 0.0f, var, mean_g = 0.0f, sum_gc;  // sum_gc: sum g (x - mean)
     if constexpr (kKind == Kind::layer) {
-      sums = staged_sum(sums, scratch3, &slot3, cluster);
+      sums = staged_sum(sums, scratch4[i & 1], &slot4, cluster);
+      const float mean_d = kShifted ? sums.x * inv_dim : 0.0f;
+      mean = shift + mean_d;
+      var = sums.y * inv_dim - mean_d * mean_d;
+      mean_g = sums.z * inv_dim;
+      sum_gc = sums.w - mean_d * sums.z;
+      if (kShifted && !(mean_d * mean_d <= var)) {
+        float2 c = {0.0f, 0.0f};  // (sum (x - mean)^2, sum g (x - mean))
+        each_column([&](float xv, float g) {
+          const float d = xv - mean;
+          c.x += d * d;
+          c.y += g * d;
+        });
+        c = staged_sum(c, scratch2[i & 1], &slot2, cluster);
+        var = c.x * inv_dim;
+        sum_gc = c.y;
+      }
+      if constexpr (kShifted) shift = mean;
     } else {
-      const float2 s2 = staged_sum(make_float2(sums.x, sums.z), scratch2[i & 1], &slot2, cluster);
-      sums = {s2.x, 0.0f, s2.y};
+      const float2 s2 = staged_sum(make_float2(sums.y, sums.w), scratch2[i & 1], &slot2, cluster);
+      var = s2.x * inv_dim;
+      sum_gc = s2.y;
     }
-    const float rstd = rsqrtf(sums.x * inv_dim + eps);
-    const float mean_g = kKind == Kind::layer ? sums.y * inv_dim : 0.0f;
-    const float mean_gx = rstd * sums.z * inv_dim;  // mean(g * xhat)
+    const float rstd = rsqrtf(var + eps);
+    const float mean_gx = rstd * sum_gc * inv_dim;  // mean(g * xhat)
 
     PackT* out = reinterpret_cast<PackT*>(dx) + (row0 + i) * packs + first;
 #pragma unroll
@@ -423,7 +472,7 @@ __global__ void __launch_bounds__(kStagedThreads)
       for (int j = 0; j < V; ++j) {
         const float xhat = (to_float(a.v[j]) - mean) * rstd;
         const float gy = to_float(b.v[j]);
-        d[j] = rstd * (gy * to_float(w[p].v[j]) - mean_g - xhat * mean_gx);
+        d[j] = rstd * (gy * weight_at(p, j) - mean_g - xhat * mean_gx);
         dw[p][j] += gy * xhat;
         if constexpr (kKind == Kind::layer) db[p][j] += gy;
       }
@@ -496,18 +545,21 @@ __global__ void __launch_bounds__(1024)
 }
 
 // out[c] = sum over p of part[p, c], in a fixed order, for dweight (blockIdx.y 0) and dbias (1).
-// Block (32, kSumSlices): 32 x W columns (W = 4: float4 loads, dim % 4 == 0), each slice sums
-// every kSumSlices-th partial row, then slice 0 adds the slices in order.
+// A block takes kSumColumns columns (so that even 4096-wide rows give every SM a block), in
+// threads of W columns (W = 4: float4 loads, dim % 4 == 0); slice y sums every kSumSlices-th
+// partial row, then thread t < kSumColumns adds column t's slices in order.
 template <class T, int W>
-__global__ void __launch_bounds__(32 * kSumSlices)
+__global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
     sum_partials(const float* __restrict__ dw_part, const float* __restrict__ db_part, int parts, int dim,
                  T* __restrict__ dweight, T* __restrict__ dbias) {
-  __shared__ float tile[kSumSlices][32 * W + 1];
+  __shared__ float tile[kSumSlices][kSumColumns + 1];
   const float* part = blockIdx.y == 0 ? dw_part : db_part;
   T* out = blockIdx.y == 0 ? dweight : dbias;
-  const int c = (blockIdx.x * 32 + threadIdx.x) * W;
+  const int c0 = blockIdx.x * kSumColumns;
+  const int c = c0 + static_cast<int>(threadIdx.x) * W;
   float s[W] = {};
-  if (c < dim)
+  if (c < dim) {
+#pragma unroll 4
     for (int p = threadIdx.y; p < parts; p += kSumSlices) {
       const float* src = part + static_cast<long long>(p) * dim + c;
       if constexpr (W == 4) {
@@ -521,17 +573,16 @@ __global__ void __launch_bounds__(32 * kSumSlices)
         for (int j = 0; j < W; ++j) s[j] += src[j];
       }
     }
+  }
 #pragma unroll
   for (int j = 0; j < W; ++j) tile[threadIdx.y][threadIdx.x * W + j] = s[j];
   __syncthreads();
-  if (threadIdx.y != 0 || c >= dim) return;
+  const int t = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
+  if (t >= kSumColumns || c0 + t >= dim) return;
+  float total = 0.0f;
 #pragma unroll
-  for (int j = 0; j < W; ++j) {
-    float total = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kSumSlices; ++i) total += tile[i][threadIdx.x * W + j];
-    out[c + j] = from_float<T>(total);
-  }
+  for (int i = 0; i < kSumSlices; ++i) total += tile[i][t];
+  out[c0 + t] = from_float<T>(total);
 }
 
 int pow2_at_least(long long n) {
@@ -663,13 +714,14 @@ long long resident_blocks(Kernel kernel, int threads, std::size_t smem) {
 }
 
 // How backward_staged holds a row: `cluster` blocks of `threads` threads with `packs` packs each
-// (a thread's share of its block's slice of ceil(row packs / cluster)), `smem` bytes of stages.
-// cluster == 0: the row does not fit.
+// (a thread's share of its block's slice of ceil(row packs / cluster)), `smem` bytes of `stages`
+// stages. cluster == 0: the row does not fit.
 struct StagedPlan {
   int cluster = 0;
   int threads = 0;
   int packs = 0;
   int smem = 0;
+  int stages = kStages;
 };
 
 StagedPlan plan_staged(long long dim, int v) {
@@ -681,7 +733,8 @@ StagedPlan plan_staged(long long dim, int v) {
     while (p < kMaxStagedPacks && slice > static_cast<long long>(p) * kPreferredStagedThreads) p *= 2;
     const long long threads = ((slice + p - 1) / p + 31) / 32 * 32;
     if (threads > kStagedThreads) continue;
-    return {c, static_cast<int>(threads), p, static_cast<int>(kStages * slice * 32)};
+    const int stages = slice * 32 <= kDeepStageBytes ? kDeepStages : kStages;
+    return {c, static_cast<int>(threads), p, static_cast<int>(stages * slice * 32), stages};
   }
   return {};
 }
@@ -715,13 +768,13 @@ using LoopBackward = void (*)(const T*, const T*, const T*, T*, float*, float*, 
 template <class T>
 void sum_partials_into(const float* dw_part, const float* db_part, long long parts, long long dim, T* dweight,
                        T* dbias, cudaStream_t s) {
-  const dim3 block(32, kSumSlices);
   const unsigned sums = dbias != nullptr ? 2 : 1;
+  const dim3 grid(static_cast<unsigned>(ceil_div(dim, kSumColumns)), sums);
   if (dim % 4 == 0)
-    sum_partials<T, 4><<<dim3(ceil_div(dim, 128), sums), block, 0, s>>>(
+    sum_partials<T, 4><<<grid, dim3(kSumColumns / 4, kSumSlices), 0, s>>>(
         dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
   else
-    sum_partials<T, 1><<<dim3(ceil_div(dim, 32), sums), block, 0, s>>>(
+    sum_partials<T, 1><<<grid, dim3(kSumColumns, kSumSlices), 0, s>>>(
         dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
   IGNIS_CHECK_LAUNCH();
 }
@@ -736,10 +789,15 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   // 192 KB of stages fit sm_90 (227 KB a block) but not every device that runs the compute_80 PTX.
   if (plan.cluster == 0 || plan.smem + 1024 > device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) return false;
   BackwardKernel<T> kernel = nullptr;
+  const bool deep = plan.stages == kDeepStages;
   switch (plan.packs) {
-    case 1: kernel = &backward_staged<kKind, T, 1>; break;
-    case 2: kernel = &backward_staged<kKind, T, 2>; break;
-    case 4: kernel = &backward_staged<kKind, T, 4>; break;
+    case 1:
+      kernel = deep ? &backward_staged<kKind, T, 1, kDeepStages> : &backward_staged<kKind, T, 1, kStages>;
+      break;
+    case 2:
+      kernel = deep ? &backward_staged<kKind, T, 2, kDeepStages> : &backward_staged<kKind, T, 2, kStages>;
+      break;
+    case 4: kernel = &backward_staged<kKind, T, 4, kStages>; break;  // slices past kDeepStageBytes
     default: return false;
   }
   IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
