@@ -88,10 +88,10 @@ TEST_P(RopeOp, ForwardOddShapes) {
   check_case(impl, {1, 113, 17, 64, 64, RopeStyle::interleaved, kFarPosition, {}, {}}, ++salt);
 }
 
-// The CUDA kernel gives a thread a group of heads (all loaded before the cos/sin math) once the
-// grid would pass ~2^19 threads: at [1, 2731, 47, 128] groups of 4 heads for f32 rotate_half and
-// 16-bit interleaved, of 2 for 16-bit rotate_half, and f32 interleaved hits the cap of 4; 47 heads
-// leave a partial last group. Too small a shape never leaves groups of 1.
+// The CUDA kernel gives a thread a group of heads (all loaded before the cos/sin math) while the
+// grid stays at >= 2^18 threads: at [1, 2731, 47, 128] every dtype and style gets groups of 4 heads
+// (16-bit rotate_half, the fewest threads a head, just: 2731 x 8 x 12 groups = 262176), and 47 heads
+// leave a partial last group of 3. Too small a shape never leaves groups of 1.
 TEST_P(RopeOp, HeadGroupsOnLargeShapes) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, rope_supported(impl.device, impl.dtype));

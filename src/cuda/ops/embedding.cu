@@ -21,16 +21,22 @@ constexpr int kWarpsPerBlock = 8;
 constexpr int kThreads = kWarpsPerBlock * 32;
 
 // Forward: a row is split into chunks of 32 x kWordsPerLane words; each warp copies one chunk,
-// loading all its words before storing any (4 loads of 16 bytes in flight a lane). Warps take
-// (row, chunk) pairs in order, so a 16 KB row is 8 warps and a short row one partly idle warp.
-constexpr int kWordsPerLane = 4;
+// loading all its words before storing any (8 loads of 16 bytes in flight a lane: a warp spends
+// half its life waiting on its id, so 2 KB a warp left DRAM short of requests, worst with the TLB
+// misses of random rows in a 1-2 GB table). Warps take (row, chunk) pairs in order, so a 16 KB row
+// is 4 warps and a short row one partly idle warp. Rows and output are touched once: loads and
+// stores are evict-first (.cs) so they do not push anything else out of L2.
+constexpr int kWordsPerLane = 8;
 constexpr int kChunkWords = 32 * kWordsPerLane;
 constexpr int kGatherWarps = 4;
+// 12 blocks of 4 warps an SM (40 registers, no spills): 48 warps x 4 KB = 192 KB of loads in flight
+// an SM, against 64 x 2 KB with 4 words a lane.
+constexpr int kGatherBlocksPerSm = 12;
 
 // W: the copy word (uint4, uint2, unsigned or unsigned short); words: row size in words;
 // chunks: ceil(words / kChunkWords), with n * chunks < 2^31 (checked at launch).
 template <class W, class Id>
-__global__ void __launch_bounds__(kGatherWarps * 32)
+__global__ void __launch_bounds__(kGatherWarps * 32, kGatherBlocksPerSm)
     gather_rows_kernel(const W* __restrict__ table, const Id* __restrict__ ids, W* __restrict__ out, long long n,
                        long long vocab, long long words, unsigned chunks, long long* flag) {
   const unsigned unit = blockIdx.x * kGatherWarps + threadIdx.x / 32;
@@ -38,7 +44,8 @@ __global__ void __launch_bounds__(kGatherWarps * 32)
   if (row32 >= n) return;
   const long long row = row32;
   const int lane = threadIdx.x % 32;
-  const long long first = static_cast<long long>(unit - row32 * chunks) * kChunkWords + lane;
+  const long long start = static_cast<long long>(unit - row32 * chunks) * kChunkWords;
+  const long long first = start + lane;
   const long long id = static_cast<long long>(ids[row]);
   W* dst = out + row * words;
   if (id < 0 || id >= vocab) {
@@ -48,14 +55,30 @@ __global__ void __launch_bounds__(kGatherWarps * 32)
       if (first + u * 32 < words) dst[first + u * 32] = W{};
     return;
   }
-  const W* src = table + id * words;
+  // Two pointers and a 32-bit bound, not 64-bit indices: 8 words of 16 bytes take 32 registers
+  // already, and more registers would mean fewer warps an SM. span is the same for the whole warp.
+  const W* src = table + id * words + first;
+  W* to = dst + first;
+  const int span = static_cast<int>(min(words - start, static_cast<long long>(kChunkWords)));
   W v[kWordsPerLane];
+  if (span == kChunkWords) {  // every chunk but a partial last one: no per-word predicates live
 #pragma unroll
-  for (int u = 0; u < kWordsPerLane; ++u)
-    if (first + u * 32 < words) v[u] = src[first + u * 32];
+    for (int u = 0; u < kWordsPerLane; ++u) v[u] = __ldcs(src + u * 32);
 #pragma unroll
-  for (int u = 0; u < kWordsPerLane; ++u)
-    if (first + u * 32 < words) dst[first + u * 32] = v[u];
+    for (int u = 0; u < kWordsPerLane; ++u) __stcs(to + u * 32, v[u]);
+    return;
+  }
+  // A row's last, partial chunk: 4 words a lane at a time, so few predicates and registers are live.
+  constexpr int kTailWords = kWordsPerLane / 2;
+#pragma unroll 1
+  for (int at = 0; at < span; at += 32 * kTailWords) {
+#pragma unroll
+    for (int u = 0; u < kTailWords; ++u)
+      if (lane + at + u * 32 < span) v[u] = __ldcs(src + at + u * 32);
+#pragma unroll
+    for (int u = 0; u < kTailWords; ++u)
+      if (lane + at + u * 32 < span) __stcs(to + at + u * 32, v[u]);
+  }
 }
 
 template <class W, class Id>

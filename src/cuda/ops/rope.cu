@@ -43,10 +43,13 @@ __device__ __forceinline__ void store_n(T* dst, const float (&src)[N]) {
 }
 
 // N consecutive elements kept as raw storage until used (half the registers of floats for 16-bit types).
+// x is read once: evict-first (.cs) loads leave L2 to y, which the next kernel reads.
 template <class T, int N, bool kVec>
 __device__ __forceinline__ void load_raw(const T* src, Pack<T, N>& dst) {
   if constexpr (kVec) {
-    dst = *reinterpret_cast<const Pack<T, N>*>(src);
+    static_assert(sizeof(Pack<T, N>) == 16, "kVec packs are 16 bytes");
+    const uint4 word = __ldcs(reinterpret_cast<const uint4*>(src));
+    dst = *reinterpret_cast<const Pack<T, N>*>(&word);
   } else {
 #pragma unroll
     for (int i = 0; i < N; ++i) dst.v[i] = src[i];
@@ -65,13 +68,13 @@ template <class T, bool kInterleaved, bool kVec>
 constexpr int kPairs = kInterleaved ? (kVec ? kElems<T, kVec> / 2 : 1) : kElems<T, kVec>;  // pairs per thread
 
 // Most heads a thread rotates with one cos/sin computation. Registers hold every head's packs plus
-// 2P cos/sin floats: 16-bit types (P = 8 for rotate_half) stop at 2 heads (~50 registers, 5 blocks
-// an SM, 64 bytes a thread in flight), f32 (P = 4) at 4 (70 registers, 3 blocks, 128 bytes).
-template <class T>
-constexpr int kMaxGroup = sizeof(T) == 2 ? 2 : 4;
+// 2P cos/sin floats. 4 heads for every type (~70 registers): 128 bytes a thread in flight and one
+// angle per 32 bytes moved. 16-bit types stopped at 2 heads (56 registers: 64 bytes a thread, one
+// angle per 16 bytes) and reached 71% of copy where f32 with 4 heads reached 85%.
+constexpr int kMaxGroup = 4;
 
 // x and y are not __restrict__: y may be x (in place; each thread reads and writes only its own
-// elements, all reads first). grid.y indexes head groups of g.heads_per_group <= kMaxGroup<T> heads.
+// elements, all reads first). grid.y indexes head groups of g.heads_per_group <= kMaxGroup heads.
 template <class T, bool kInterleaved, bool kVec>
 __global__ void rope_kernel(const T* x, T* y, const float* __restrict__ inv_freq,
                             const int* __restrict__ batch_offsets, RopeGrid g) {
@@ -102,9 +105,9 @@ __global__ void rope_kernel(const T* x, T* y, const float* __restrict__ inv_freq
   // latency; rotate_half keeps two packs a head (a at i0, b at half + i0), interleaved one.
   constexpr int N = kInterleaved ? 2 * P : P;
   const int lo = kInterleaved ? 2 * i0 : i0;
-  Pack<T, N> a[kMaxGroup<T>], b[kMaxGroup<T>];
+  Pack<T, N> a[kMaxGroup], b[kMaxGroup];
 #pragma unroll
-  for (int k = 0; k < kMaxGroup<T>; ++k) {
+  for (int k = 0; k < kMaxGroup; ++k) {
     if (h0 + k < h1) {
       const long long row = (static_cast<long long>(token) * g.heads + h0 + k) * g.head_dim;
       load_raw<T, N, kVec>(x + row + lo, a[k]);
@@ -123,7 +126,7 @@ __global__ void rope_kernel(const T* x, T* y, const float* __restrict__ inv_freq
   }
 
 #pragma unroll
-  for (int k = 0; k < kMaxGroup<T>; ++k) {
+  for (int k = 0; k < kMaxGroup; ++k) {
     if (h0 + k >= h1) break;
     const long long row = (static_cast<long long>(token) * g.heads + h0 + k) * g.head_dim;
     if constexpr (kInterleaved) {
@@ -152,10 +155,12 @@ __global__ void rope_kernel(const T* x, T* y, const float* __restrict__ inv_freq
   }
 }
 
-// Enough threads to keep an H100's memory system busy (~2x its resident threads); beyond that,
-// more heads per thread share each cos/sin.
-constexpr long long kTargetThreads = 1 << 19;
-constexpr int kBlock = 256;
+// About one wave of an H100/H200 at full occupancy (132 x 2048 threads); beyond that, more heads
+// per thread share each cos/sin (more bytes in flight a thread, fewer angles).
+constexpr long long kTargetThreads = 1 << 18;
+// 128 threads: at ~70 registers an SM holds 28 warps, all usable in blocks of 4 warps (24 in blocks
+// of 8), i.e. 112 KB of loads in flight an SM with 4 heads of 16-bit packs.
+constexpr int kBlock = 128;
 
 template <class T, bool kInterleaved, bool kVec>
 void launch(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const RopeArgs& args, float sin_sign,
@@ -180,7 +185,7 @@ void launch(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const Rope
   g.attention_factor = args.attention_factor;
   g.sin_sign = sin_sign;
   long long per_group = 1;
-  while (per_group < heads && per_group < kMaxGroup<T> &&
+  while (per_group < heads && per_group < kMaxGroup &&
          work * ((heads + 2 * per_group - 1) / (2 * per_group)) >= kTargetThreads)
     per_group *= 2;
   g.heads_per_group = static_cast<int>(per_group);
