@@ -8,12 +8,7 @@
 #include "ignis/error.h"
 
 #if IGNIS_WITH_CUDA
-#include <cuda_runtime.h>
-
-#include "core/cuda_check.h"
-#include "engine/cuda_attention.h"
-#include "engine/cuda_graph_step.h"
-#include "engine/cuda_linear.h"
+#include "engine/cuda_forward_base.h"
 #include "ignis/ops/activation.h"
 #include "ignis/ops/cast.h"
 #include "ignis/ops/embedding.h"
@@ -32,64 +27,19 @@ namespace {
 
 constexpr const char* kWhere = "CudaGpt2";
 
-Tensor upload_f32(const float* data, Shape shape, Device device) {
-  return Tensor::view(const_cast<float*>(data), DType::f32, Device::cpu(), std::move(shape)).to(device);
-}
-
-Tensor upload_f32(const std::vector<float>& v, Device device) {
-  return upload_f32(v.data(), {static_cast<std::int64_t>(v.size())}, device);
-}
-
-// The rows of several linear layers of one width stacked into one [sum of rows, cols] matrix,
-// in their format (f32 or bf16).
-Tensor upload_stacked(std::initializer_list<const LinearWeight*> parts, WeightFormat format, Device device) {
-  const std::int64_t cols = (*parts.begin())->cols();
-  std::int64_t rows = 0;
-  for (const LinearWeight* w : parts) {
-    check_arg(w->format() == format, kWhere, "weights.format (one format for every linear layer)",
-              weight_format_name(format), weight_format_name(w->format()));
-    check_arg(w->cols() == cols, kWhere, "stacked weights' cols", cols, w->cols());
-    rows += w->rows();
-  }
-  const auto take = [&](auto values, auto data_of, DType dtype) {
-    for (const LinearWeight* w : parts) {
-      const auto* first = data_of(*w);
-      values.insert(values.end(), first, first + w->rows() * cols);
-    }
-    return Tensor::view(values.data(), dtype, Device::cpu(), {rows, cols}).to(device);
-  };
-  if (format == WeightFormat::f32)
-    return take(std::vector<float>(), [](const LinearWeight& w) { return w.f32_data(); }, DType::f32);
-  return take(std::vector<std::uint16_t>(), [](const LinearWeight& w) { return w.bf16_data(); }, DType::bf16);
-}
-
-// The whole table widened to f32: a lookup reads one row per token, so its width costs nothing.
-Tensor upload_embedding(const LinearWeight& w, Device device) {
-  std::vector<float> table(static_cast<std::size_t>(w.rows() * w.cols()));
-  for (std::int64_t r = 0; r < w.rows(); ++r) w.row_to_f32(r, table.data() + r * w.cols());
-  return upload_f32(table.data(), {w.rows(), w.cols()}, device);
-}
-
 struct DeviceLayer {
   Tensor ln1_w, ln1_b, ln2_w, ln2_b;  // [dim] f32
   Tensor qkv, attn_proj, fc, mlp_proj;  // [3 * dim, dim], [dim, dim], [ffn, dim], [dim, ffn]: f32 or bf16
   Tensor qkv_b, attn_proj_b, fc_b, mlp_proj_b;  // [3 * dim], [dim], [ffn], [dim] f32
 };
 
-class CudaGpt2 final : public CudaForward {
+class CudaGpt2 final : public CudaForwardBase {
  public:
   CudaGpt2(const Gpt2Config& config, const Gpt2Weights& weights, const CudaForwardOptions& options)
-      : c_(config), device_(options.device), step_(options.graphs) {
-    check_arg(device_.is_cuda(), kWhere, "device", "cuda", device_);
-    IGNIS_CUDA_CHECK(cudaSetDevice(device_.index));
+      : CudaForwardBase(options, cuda_linear_dtype(weights.lm_head().format(), kWhere), config.vocab_size,
+                        std::max(config.dim, config.ffn_dim), kWhere),
+        c_(config) {
     const WeightFormat format = weights.lm_head().format();
-    check_arg(format == WeightFormat::f32 || format == WeightFormat::bf16, kWhere, "weights.format",
-              "f32 or bf16 on CUDA", weight_format_name(format));
-    linear_dtype_ = format == WeightFormat::bf16 ? DType::bf16 : DType::f32;
-    IGNIS_CUDA_CHECK(cudaStreamCreate(&stream_));  // blocking: synchronous copies on the default stream wait for it
-    IGNIS_CUDA_CHECK(cudaMallocHost(&pinned_id_, sizeof(std::int32_t)));
-    lt_ = std::make_unique<CublasLt>(device_);
-    attention_ = make_cuda_attention();
 
     for (const Gpt2LayerWeights& w : weights.layers) {
       DeviceLayer d;
@@ -97,10 +47,10 @@ class CudaGpt2 final : public CudaForward {
       d.ln1_b = upload_f32(w.ln1_bias, device_);
       d.ln2_w = upload_f32(w.ln2_weight, device_);
       d.ln2_b = upload_f32(w.ln2_bias, device_);
-      d.qkv = upload_stacked({&w.wq, &w.wk, &w.wv}, format, device_);
-      d.attn_proj = upload_stacked({&w.attn_proj}, format, device_);
-      d.fc = upload_stacked({&w.fc}, format, device_);
-      d.mlp_proj = upload_stacked({&w.mlp_proj}, format, device_);
+      d.qkv = upload_stacked({&w.wq, &w.wk, &w.wv}, format, device_, kWhere);
+      d.attn_proj = upload_stacked({&w.attn_proj}, format, device_, kWhere);
+      d.fc = upload_stacked({&w.fc}, format, device_, kWhere);
+      d.mlp_proj = upload_stacked({&w.mlp_proj}, format, device_, kWhere);
       std::vector<float> qkv_b = w.bq;
       qkv_b.insert(qkv_b.end(), w.bk.begin(), w.bk.end());
       qkv_b.insert(qkv_b.end(), w.bv.begin(), w.bv.end());
@@ -113,90 +63,25 @@ class CudaGpt2 final : public CudaForward {
     wte_ = upload_embedding(weights.wte, device_);
     // A tied f32 head is the embedding table itself: no second copy.
     lm_head_ = (format == WeightFormat::f32 && !weights.lm_head_weight) ? wte_
-                                                                         : upload_stacked({&weights.lm_head()}, format, device_);
+                                                                         : upload_stacked({&weights.lm_head()}, format, device_, kWhere);
     wpe_ = upload_f32(weights.wpe.data(), {c_.n_positions, c_.dim}, device_);
     ln_f_w_ = upload_f32(weights.ln_f_weight, device_);
     ln_f_b_ = upload_f32(weights.ln_f_bias, device_);
     scale_ = c_.scale_attn_weights ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(c_.head_dim()))) : 1.0f;
-    flag_ = Tensor::empty({3}, DType::i64, device_);
-    embedding_clear_flag(flag_, stream());
-    ensure_buffers(1, 1);
-    IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    finish_setup();
   }
 
-  ~CudaGpt2() override {
-    // Destructors must not throw: failures here leak at worst.
-    cudaStreamSynchronize(stream_);
-    step_.drop();
-    if (pinned_id_) cudaFreeHost(pinned_id_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-
-  const AttentionBackend& attention() const override { return *attention_; }
   DType cache_dtype() const override { return DType::f32; }
-  std::int64_t graph_replays() const override { return step_.replays(); }
-
-  std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) override {
-    const auto n = static_cast<std::int64_t>(tokens.size());
-    const std::int64_t rows = all_logits ? n : 1;
-    run(tokens, cache, rows);
-    host_logits_.resize(static_cast<std::size_t>(rows * c_.vocab_size));
-    IGNIS_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), logits_.data(), host_logits_.size() * sizeof(float),
-                                     cudaMemcpyDeviceToHost, stream_));
-    IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    return host_logits_;
-  }
-
-  std::int32_t forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
-                              const SamplingParams& params) override {
-    run(tokens, cache, 1);
-    // The id lands where the next step's embedding reads its token.
-    sample(view(logits_, {1, c_.vocab_size}), params, view(ids_, {1}), stream());
-    IGNIS_CUDA_CHECK(cudaMemcpyAsync(pinned_id_, ids_.data(), sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_));
-    IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    device_token_ = *pinned_id_;
-    return device_token_;
-  }
 
  private:
-  Stream stream() const { return Stream{stream_}; }
-
-  // `shape` over a buffer, from its element `offset` on.
-  Tensor view(const Tensor& buffer, Shape shape, std::int64_t offset = 0) const {
-    char* first = buffer.data_as<char>() + offset * static_cast<std::int64_t>(dtype_size(buffer.dtype()));
-    return Tensor::view(first, buffer.dtype(), device_, std::move(shape));
-  }
-
-  // Every activation buffer for n tokens and `logit_rows` rows of logits, allocated outside any
-  // graph capture. Reallocating moves buffers a captured graph points at, so it drops the graph.
-  void ensure_buffers(std::int64_t n, std::int64_t logit_rows) {
-    if (n > tokens_cap_) {
-      step_.drop();
-      tokens_cap_ = n;
-      const auto f32 = [&](std::int64_t width) { return Tensor::empty({n, width}, DType::f32, device_); };
-      ids_ = Tensor::empty({n}, DType::i32, device_);
-      device_token_ = -1;
-      x_ = f32(c_.dim);
-      xn_ = f32(c_.dim);
-      qkv_ = f32(3 * c_.dim);
-      qkv_t_ = f32(3 * c_.dim);
-      attn_ = f32(c_.dim);
-      ff_ = f32(c_.ffn_dim);
-      if (linear_dtype_ == DType::bf16)
-        linear_in_ = Tensor::empty({n, std::max(c_.dim, c_.ffn_dim)}, DType::bf16, device_);
-    }
-    if (logit_rows > logit_rows_cap_) {
-      step_.drop();
-      logit_rows_cap_ = logit_rows;
-      logits_ = Tensor::empty({logit_rows, c_.vocab_size}, DType::f32, device_);
-    }
-  }
-
-  // The input of a linear layer: the f32 activations themselves, or their bf16 copy for bf16 weights.
-  const void* linear_input(const Tensor& buffer, std::int64_t n, std::int64_t width) {
-    if (linear_dtype_ == DType::f32) return buffer.data();
-    cast(view(buffer, {n, width}), Tensor::view(linear_in_.data(), DType::bf16, device_, {n, width}), stream());
-    return linear_in_.data();
+  void allocate_activations(std::int64_t n) override {
+    const auto f32 = [&](std::int64_t width) { return Tensor::empty({n, width}, DType::f32, device_); };
+    x_ = f32(c_.dim);
+    xn_ = f32(c_.dim);
+    qkv_ = f32(3 * c_.dim);
+    qkv_t_ = f32(3 * c_.dim);
+    attn_ = f32(c_.dim);
+    ff_ = f32(c_.ffn_dim);
   }
 
   // y = x @ w^T + bias (+ y when accumulate).
@@ -250,9 +135,7 @@ class CudaGpt2 final : public CudaForward {
     linear(w.mlp_proj, &w.mlp_proj_b, linear_input(ff_, n, f), x_, n, true);  // x += gelu @ Wproj^T + b
   }
 
-  // Every launch of one forward pass, on the model's stream, with no host synchronization and
-  // no allocation: ids_ holds the n tokens; logits_ receives the last logit_rows rows.
-  void launch_forward(std::int64_t n, KvCache& cache, std::int64_t logit_rows) {
+  void launch_forward(std::int64_t n, KvCache& cache, std::int64_t logit_rows) override {
     const std::int64_t d = c_.dim;
     embedding_forward_deferred(wte_, view(ids_, {n}), view(x_, {n, d}), flag_, stream());
     // Positions start at the cache's device length: no layer has appended yet.
@@ -266,43 +149,18 @@ class CudaGpt2 final : public CudaForward {
     linear(lm_head_, nullptr, linear_input(xn_, logit_rows, d), logits_, logit_rows, false);
   }
 
-  void run(std::span<const std::int32_t> tokens, KvCache& cache, std::int64_t logit_rows) {
-    const auto n = static_cast<std::int64_t>(tokens.size());
-    check_device(cache.k(0), device_, kWhere, "cache");
-    ensure_buffers(n, logit_rows);
-    // After a sampled step the device already holds the next token: no copy.
-    if (!(n == 1 && tokens[0] == device_token_))
-      IGNIS_CUDA_CHECK(cudaMemcpyAsync(ids_.data(), tokens.data(), tokens.size_bytes(), cudaMemcpyHostToDevice, stream_));
-    device_token_ = tokens[0];
-    if (n == 1 && step_.active())
-      step_.run(cache, stream(), [&] { launch_forward(1, cache, 1); });
-    else
-      launch_forward(n, cache, logit_rows);
-  }
-
   Gpt2Config c_;
-  Device device_;
-  CudaGraphStep step_;
-  DType linear_dtype_ = DType::f32;
   float scale_ = 1.0f;
-  cudaStream_t stream_ = nullptr;
-  std::int32_t* pinned_id_ = nullptr;
-  std::unique_ptr<CublasLt> lt_;
-  std::unique_ptr<AttentionBackend> attention_;
 
   std::vector<DeviceLayer> layers_;
   Tensor wte_;              // [vocab, dim] f32
   Tensor lm_head_;          // [vocab, dim], the linear layers' dtype (wte_ itself when tied and f32)
   Tensor wpe_;              // [n_positions, dim] f32
   Tensor ln_f_w_, ln_f_b_;  // [dim] f32
-  Tensor flag_;             // [3] i64: embedding's bad-id record (ids are checked on the host first)
 
-  // Activations, [tokens_cap_, width] f32; qkv_t_ is c_attn's output transposed on its way to
-  // q | k | v blocks; linear_in_ is the bf16 copy of a linear layer's input.
-  std::int64_t tokens_cap_ = 0, logit_rows_cap_ = 0;
-  Tensor ids_, x_, xn_, qkv_, qkv_t_, attn_, ff_, linear_in_, logits_;
-  std::vector<float> host_logits_;
-  std::int32_t device_token_ = -1;  // ids_[0] as last written (-1: unknown)
+  // Activations for the most tokens a pass has had so far, [tokens, width] f32; qkv_t_ is c_attn's
+  // output transposed on its way to q | k | v blocks.
+  Tensor x_, xn_, qkv_, qkv_t_, attn_, ff_;
 };
 
 }  // namespace

@@ -8,12 +8,7 @@
 #include "ignis/error.h"
 
 #if IGNIS_WITH_CUDA
-#include <cuda_runtime.h>
-
-#include "core/cuda_check.h"
-#include "engine/cuda_attention.h"
-#include "engine/cuda_graph_step.h"
-#include "engine/cuda_linear.h"
+#include "engine/cuda_forward_base.h"
 #include "ignis/ops/activation.h"
 #include "ignis/ops/attention_decode.h"
 #include "ignis/ops/cast.h"
@@ -36,175 +31,59 @@ constexpr const char* kWhere = "CudaForward";
 // rows); longer prompts go through cuBLASLt GEMMs.
 constexpr std::int64_t kFusedRows = 8;
 
-Tensor upload_f32(const float* data, Shape shape, Device device) {
-  return Tensor::view(const_cast<float*>(data), DType::f32, Device::cpu(), std::move(shape)).to(device);
-}
-
-// The weights stacked by rows into one [sum of rows, cols] matrix on the device (one weight
-// alone is the plain upload): q, k and v become one projection, read by one launch.
-Tensor upload_linear(std::initializer_list<const LinearWeight*> parts, Device device) {
-  const LinearWeight& first = **parts.begin();
-  const WeightFormat format = first.format();
-  check_arg(format == WeightFormat::f32 || format == WeightFormat::bf16, kWhere, "weights.format",
-            "f32 or bf16 on CUDA", weight_format_name(format));
-  std::int64_t rows = 0;
-  for (const LinearWeight* w : parts) {
-    check_arg(w->format() == format && w->cols() == first.cols(), kWhere, "stacked weights",
-              "one format and width", weight_format_name(w->format()));
-    rows += w->rows();
-  }
-  const std::size_t width = static_cast<std::size_t>(first.cols());
-  if (format == WeightFormat::f32) {
-    std::vector<float> host;
-    host.reserve(static_cast<std::size_t>(rows) * width);
-    for (const LinearWeight* w : parts) host.insert(host.end(), w->f32_data(), w->f32_data() + w->rows() * width);
-    return upload_f32(host.data(), {rows, first.cols()}, device);
-  }
-  std::vector<std::uint16_t> host;
-  host.reserve(static_cast<std::size_t>(rows) * width);
-  for (const LinearWeight* w : parts) host.insert(host.end(), w->bf16_data(), w->bf16_data() + w->rows() * width);
-  return Tensor::view(host.data(), DType::bf16, Device::cpu(), {rows, first.cols()}).to(device);
-}
-
-Tensor upload_linear(const LinearWeight& w, Device device) { return upload_linear({&w}, device); }
-
-// The whole table widened to f32: a lookup reads one row per token, so its width costs nothing.
-Tensor upload_embedding(const LinearWeight& w, Device device) {
-  std::vector<float> table(static_cast<std::size_t>(w.rows() * w.cols()));
-  for (std::int64_t r = 0; r < w.rows(); ++r) w.row_to_f32(r, table.data() + r * w.cols());
-  return upload_f32(table.data(), {w.rows(), w.cols()}, device);
-}
-
 struct DeviceLayer {
   Tensor attn_norm, ffn_norm;           // [dim] f32
   Tensor wqkv;                          // [q_dim + 2 * kv_dim, dim]: q, k, v stacked
   Tensor wo, w_gate, w_up, w_down;      // [out, in]; all of one dtype, f32 or bf16
 };
 
-class CudaLlama final : public CudaForward {
+class CudaLlama final : public CudaForwardBase {
  public:
   CudaLlama(const LlamaConfig& config, const LlamaWeights& weights, const std::vector<float>& inv_freq,
             float rope_factor, const CudaForwardOptions& options)
-      : c_(config),
-        device_(options.device),
-        step_(options.graphs),
+      : CudaForwardBase(options, cuda_linear_dtype(weights.lm_head().format(), kWhere), config.vocab_size,
+                        std::max({config.dim, config.q_dim(), config.ffn_dim}), kWhere),
+        c_(config),
         style_(rope_style(weights.qk_order)),
         rope_factor_(rope_factor) {
-    check_arg(device_.is_cuda(), kWhere, "device", "cuda", device_);
-    IGNIS_CUDA_CHECK(cudaSetDevice(device_.index));
     const WeightFormat format = weights.lm_head().format();
-    check_arg(format == WeightFormat::f32 || format == WeightFormat::bf16, kWhere, "weights.format",
-              "f32 or bf16 on CUDA", weight_format_name(format));
-    linear_dtype_ = format == WeightFormat::bf16 ? DType::bf16 : DType::f32;
     // A bf16 cache only where the fused attention kernels take its head_dim; otherwise the f32
     // kernels (any head_dim) read an f32 cache.
     const bool fast_attention = flash_attention_head_dim_supported(c_.head_dim) &&
                                 attention_decode_head_dim_supported(c_.head_dim);
     cache_dtype_ = linear_dtype_ == DType::bf16 && fast_attention ? DType::bf16 : DType::f32;
-    IGNIS_CUDA_CHECK(cudaStreamCreate(&stream_));  // blocking: synchronous copies on the default stream wait for it
-    IGNIS_CUDA_CHECK(cudaMallocHost(&pinned_id_, sizeof(std::int32_t)));
-    lt_ = std::make_unique<CublasLt>(device_);
-    attention_ = make_cuda_attention();
 
     for (const LlamaLayerWeights& w : weights.layers) {
       DeviceLayer d;
       d.attn_norm = upload_f32(w.attn_norm.data(), {c_.dim}, device_);
       d.ffn_norm = upload_f32(w.ffn_norm.data(), {c_.dim}, device_);
-      d.wqkv = upload_linear({&w.wq, &w.wk, &w.wv}, device_);
-      d.wo = upload_linear(w.wo, device_);
-      d.w_gate = upload_linear(w.w_gate, device_);
-      d.w_up = upload_linear(w.w_up, device_);
-      d.w_down = upload_linear(w.w_down, device_);
-      for (const Tensor* t : {&d.wqkv, &d.wo, &d.w_gate, &d.w_up, &d.w_down})
-        check_dtype(*t, linear_dtype_, kWhere, "layer weights (one format for every linear layer)");
+      d.wqkv = upload_stacked({&w.wq, &w.wk, &w.wv}, format, device_, kWhere);
+      d.wo = upload_stacked({&w.wo}, format, device_, kWhere);
+      d.w_gate = upload_stacked({&w.w_gate}, format, device_, kWhere);
+      d.w_up = upload_stacked({&w.w_up}, format, device_, kWhere);
+      d.w_down = upload_stacked({&w.w_down}, format, device_, kWhere);
       layers_.push_back(std::move(d));
     }
     embd_ = upload_embedding(weights.token_embd, device_);
-    lm_head_ = upload_linear(weights.lm_head(), device_);
+    lm_head_ = upload_stacked({&weights.lm_head()}, format, device_, kWhere);
     out_norm_ = upload_f32(weights.output_norm.data(), {c_.dim}, device_);
-    inv_freq_ = upload_f32(inv_freq.data(), {static_cast<std::int64_t>(inv_freq.size())}, device_);
-    flag_ = Tensor::empty({3}, DType::i64, device_);
-    embedding_clear_flag(flag_, stream());
-    ensure_buffers(1, 1);
-    IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    inv_freq_ = upload_f32(inv_freq, device_);
+    finish_setup();
   }
 
-  ~CudaLlama() override {
-    // Destructors must not throw: failures here leak at worst.
-    cudaStreamSynchronize(stream_);
-    step_.drop();
-    if (pinned_id_) cudaFreeHost(pinned_id_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-
-  const AttentionBackend& attention() const override { return *attention_; }
   DType cache_dtype() const override { return cache_dtype_; }
-  std::int64_t graph_replays() const override { return step_.replays(); }
-
-  std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) override {
-    const auto n = static_cast<std::int64_t>(tokens.size());
-    const std::int64_t rows = all_logits ? n : 1;
-    run(tokens, cache, rows);
-    host_logits_.resize(static_cast<std::size_t>(rows * c_.vocab_size));
-    IGNIS_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), logits_.data(), host_logits_.size() * sizeof(float),
-                                     cudaMemcpyDeviceToHost, stream_));
-    IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    return host_logits_;
-  }
-
-  std::int32_t forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
-                              const SamplingParams& params) override {
-    run(tokens, cache, 1);
-    // The id lands where the next step's embedding reads its token.
-    sample(view(logits_, {1, c_.vocab_size}), params, view(ids_, {1}), stream());
-    IGNIS_CUDA_CHECK(cudaMemcpyAsync(pinned_id_, ids_.data(), sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_));
-    IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    device_token_ = *pinned_id_;
-    return device_token_;
-  }
 
  private:
-  Stream stream() const { return Stream{stream_}; }
-  // For the fused decode ops: their weights never change, so each may start (and pull its weights
-  // into L2) while the kernel before it finishes.
-  Stream overlapped() const { return Stream{stream_, true}; }
-
-  Tensor view(const Tensor& buffer, Shape shape) const {
-    return Tensor::view(buffer.data(), buffer.dtype(), device_, std::move(shape));
-  }
-
-  // Every activation buffer for n tokens and `logit_rows` rows of logits, allocated outside any
-  // graph capture. Reallocating moves buffers a captured graph points at, so it drops the graph.
-  void ensure_buffers(std::int64_t n, std::int64_t logit_rows) {
-    if (n > tokens_cap_) {
-      step_.drop();
-      tokens_cap_ = n;
-      const auto f32 = [&](std::int64_t width) { return Tensor::empty({n, width}, DType::f32, device_); };
-      ids_ = Tensor::empty({n}, DType::i32, device_);
-      device_token_ = -1;
-      x_ = f32(c_.dim);
-      xn_ = f32(c_.dim);
-      qkv_ = f32(c_.q_dim() + 2 * c_.kv_dim());
-      q_ = Tensor::empty({n, c_.q_dim()}, cache_dtype_, device_);
-      attn_ = Tensor::empty({n, c_.q_dim()}, cache_dtype_, device_);
-      gate_ = f32(c_.ffn_dim);
-      up_ = f32(c_.ffn_dim);
-      hidden_ = Tensor::empty({n, c_.ffn_dim}, linear_dtype_, device_);
-      if (linear_dtype_ == DType::bf16)
-        linear_in_ = Tensor::empty({n, std::max({c_.dim, c_.q_dim(), c_.ffn_dim})}, DType::bf16, device_);
-    }
-    if (logit_rows > logit_rows_cap_) {
-      step_.drop();
-      logit_rows_cap_ = logit_rows;
-      logits_ = Tensor::empty({logit_rows, c_.vocab_size}, DType::f32, device_);
-    }
-  }
-
-  // The input of a linear layer: the f32 activations themselves, or their bf16 copy for bf16 weights.
-  const void* linear_input(const Tensor& buffer, std::int64_t n, std::int64_t width) {
-    if (linear_dtype_ == DType::f32) return buffer.data();
-    cast(view(buffer, {n, width}), view(linear_in_, {n, width}), stream());
-    return linear_in_.data();
+  void allocate_activations(std::int64_t n) override {
+    const auto f32 = [&](std::int64_t width) { return Tensor::empty({n, width}, DType::f32, device_); };
+    x_ = f32(c_.dim);
+    xn_ = f32(c_.dim);
+    qkv_ = f32(c_.q_dim() + 2 * c_.kv_dim());
+    q_ = Tensor::empty({n, c_.q_dim()}, cache_dtype_, device_);
+    attn_ = Tensor::empty({n, c_.q_dim()}, cache_dtype_, device_);
+    gate_ = f32(c_.ffn_dim);
+    up_ = f32(c_.ffn_dim);
+    hidden_ = Tensor::empty({n, c_.ffn_dim}, linear_dtype_, device_);
   }
 
   void linear(const Tensor& w, const void* x, const Tensor& y, std::int64_t n, float beta) {
@@ -272,9 +151,7 @@ class CudaLlama final : public CudaForward {
     linear(w.w_down, linear_input(gate_, n, c_.ffn_dim), x_, n, 1.0f);  // x += swiglu @ Wdown^T
   }
 
-  // Every launch of one forward pass, on the model's stream, with no host synchronization and
-  // no allocation: ids_ holds the n tokens; logits_ receives the last logit_rows rows.
-  void launch_forward(std::int64_t n, KvCache& cache, std::int64_t logit_rows) {
+  void launch_forward(std::int64_t n, KvCache& cache, std::int64_t logit_rows) override {
     embedding_forward_deferred(embd_, view(ids_, {n}), view(x_, {n, c_.dim}), flag_, stream());
     for (std::int64_t layer = 0; layer < c_.n_layers; ++layer) {
       attention_block(layer, n, cache);
@@ -291,45 +168,21 @@ class CudaLlama final : public CudaForward {
     linear(lm_head_, linear_input(xn_, logit_rows, c_.dim), logits_, logit_rows, 0.0f);
   }
 
-  void run(std::span<const std::int32_t> tokens, KvCache& cache, std::int64_t logit_rows) {
-    const auto n = static_cast<std::int64_t>(tokens.size());
-    check_device(cache.k(0), device_, kWhere, "cache");
-    ensure_buffers(n, logit_rows);
-    // After a sampled step the device already holds the next token: no copy.
-    if (!(n == 1 && tokens[0] == device_token_))
-      IGNIS_CUDA_CHECK(cudaMemcpyAsync(ids_.data(), tokens.data(), tokens.size_bytes(), cudaMemcpyHostToDevice, stream_));
-    device_token_ = tokens[0];
-    if (n == 1 && step_.active())
-      step_.run(cache, stream(), [&] { launch_forward(1, cache, 1); });
-    else
-      launch_forward(n, cache, logit_rows);
-  }
-
   LlamaConfig c_;
-  Device device_;
-  CudaGraphStep step_;
   RopeStyle style_;
   float rope_factor_;
-  DType linear_dtype_ = DType::f32;
   DType cache_dtype_ = DType::f32;  // of the KV cache, the rotated queries and the attention output
-  cudaStream_t stream_ = nullptr;
-  std::int32_t* pinned_id_ = nullptr;
-  std::unique_ptr<CublasLt> lt_;
-  std::unique_ptr<AttentionBackend> attention_;
 
   std::vector<DeviceLayer> layers_;
   Tensor embd_;      // [vocab, dim] f32
   Tensor lm_head_;   // [vocab, dim], the linear layers' dtype
   Tensor out_norm_;  // [dim] f32
   Tensor inv_freq_;  // [rotary_dim / 2] f32
-  Tensor flag_;      // [3] i64: embedding's bad-id record (ids are checked on the host first)
 
-  // Activations, [tokens_cap_, width] f32; linear_in_ is the bf16 copy of a linear layer's input.
-  std::int64_t tokens_cap_ = 0, logit_rows_cap_ = 0;
-  Tensor ids_, x_, xn_, qkv_, gate_, up_, linear_in_, logits_;
-  Tensor q_, attn_, hidden_;  // [tokens_cap_, width] in the linear layers' dtype
-  std::vector<float> host_logits_;
-  std::int32_t device_token_ = -1;  // ids_[0] as last written (-1: unknown)
+  // Activations for the most tokens a pass has had so far: [tokens, width] f32, and q_, attn_
+  // (the cache's dtype) and hidden_ (the linear layers' dtype).
+  Tensor x_, xn_, qkv_, gate_, up_;
+  Tensor q_, attn_, hidden_;
 };
 
 }  // namespace
