@@ -62,8 +62,8 @@ class CudaGpt2 final : public CudaForwardBase {
     }
     wte_ = upload_embedding(weights.wte, device_);
     // A tied f32 head is the embedding table itself: no second copy.
-    lm_head_ = (format == WeightFormat::f32 && !weights.lm_head_weight) ? wte_
-                                                                         : upload_stacked({&weights.lm_head()}, format, device_, kWhere);
+    const bool tied_f32 = format == WeightFormat::f32 && !weights.lm_head_weight;
+    lm_head_ = tied_f32 ? wte_ : upload_stacked({&weights.lm_head()}, format, device_, kWhere);
     wpe_ = upload_f32(weights.wpe.data(), {c_.n_positions, c_.dim}, device_);
     ln_f_w_ = upload_f32(weights.ln_f_weight, device_);
     ln_f_b_ = upload_f32(weights.ln_f_bias, device_);

@@ -5,6 +5,7 @@
 
 #include "ignis/attention_params.h"
 #include "ignis/error.h"
+#include "ignis/tensor.h"
 
 namespace ignis {
 
@@ -13,6 +14,16 @@ inline void check_attention_params(const AttentionParams& p, const char* where) 
   check_arg(std::isfinite(p.softcap) && p.softcap >= 0.0, where, "params.softcap", "finite and >= 0", p.softcap);
   check_arg(p.window_left >= -1, where, "params.window_left", ">= -1", p.window_left);
   check_arg(p.window_right >= -1, where, "params.window_right", ">= -1", p.window_right);
+}
+
+// t: `shape` and `dtype`, on like's device, contiguous (q, k, v, o, lse and the lengths).
+inline void check_attention_tensor(const Tensor& t, const Tensor& like, const Shape& shape, DType dtype,
+                                   const char* where, const char* name) {
+  check_dim(t, static_cast<int>(shape.size()), where, name);
+  check_shape(t, shape, where, name);
+  check_dtype(t, dtype, where, name);
+  check_device(t, like.device(), where, name);
+  check_contiguous(t, where, name);
 }
 
 // params with scale 0 replaced by 1 / sqrt(head_dim).

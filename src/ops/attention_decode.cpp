@@ -1,11 +1,11 @@
 // Decode attention dispatcher: validates shapes, dtypes, devices, alignment and params, resolves
 // the default scale, then calls the CUDA kernels (there is no CPU implementation of this op).
-#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
 
 #include "ignis/ops.h"
+#include "ops/attention_check.h"
 
 #if IGNIS_WITH_CUDA
 #include "cuda/ops/attention_decode.h"
@@ -25,14 +25,6 @@ namespace {
 
 constexpr const char* kWhere = "attention_decode_forward";
 
-void check_like(const Tensor& t, const Tensor& like, const Shape& shape, DType dtype, const char* name) {
-  check_dim(t, static_cast<int>(shape.size()), kWhere, name);
-  check_shape(t, shape, kWhere, name);
-  check_dtype(t, dtype, kWhere, name);
-  check_device(t, like.device(), kWhere, name);
-  check_contiguous(t, kWhere, name);
-}
-
 // The kernels read and write 16-byte packs.
 void check_aligned(const Tensor& t, const char* name) {
   const auto address = reinterpret_cast<std::uintptr_t>(t.data());
@@ -50,7 +42,8 @@ void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tens
 std::int64_t attention_decode_workspace_bytes(std::int64_t batch, std::int64_t max_seqlen, std::int64_t heads_q,
                                               std::int64_t heads_kv, std::int64_t head_dim) {
 #if IGNIS_WITH_CUDA
-  return static_cast<std::int64_t>(cuda::attention_decode_workspace_bytes(batch, max_seqlen, heads_q, heads_kv, head_dim));
+  const std::size_t bytes = cuda::attention_decode_workspace_bytes(batch, max_seqlen, heads_q, heads_kv, head_dim);
+  return static_cast<std::int64_t>(bytes);
 #else
   (void)batch, (void)max_seqlen, (void)heads_q, (void)heads_kv, (void)head_dim;
   return 0;
@@ -76,20 +69,16 @@ void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tens
   check_arg(attention_decode_head_dim_supported(head_dim), kWhere, "q.size(3) (head_dim)",
             "a multiple of 8 up to " + std::to_string(kAttentionDecodeMaxHeadDim), head_dim);
   check_arg(batch <= 65535, kWhere, "q.size(0) (batch)", "<= 65535", batch);
-  check_like(k_cache, q, {batch, max_seqlen, heads_kv, head_dim}, q.dtype(), "k_cache");
-  check_like(v_cache, q, {batch, max_seqlen, heads_kv, head_dim}, q.dtype(), "v_cache");
-  check_like(o, q, q.shape(), q.dtype(), "o");
-  check_like(seqlens_k, q, {batch}, DType::i32, "seqlens_k");
+  check_attention_tensor(k_cache, q, {batch, max_seqlen, heads_kv, head_dim}, q.dtype(), kWhere, "k_cache");
+  check_attention_tensor(v_cache, q, {batch, max_seqlen, heads_kv, head_dim}, q.dtype(), kWhere, "v_cache");
+  check_attention_tensor(o, q, q.shape(), q.dtype(), kWhere, "o");
+  check_attention_tensor(seqlens_k, q, {batch}, DType::i32, kWhere, "seqlens_k");
   check_arg(q.device().is_cuda(), kWhere, "q.device", "cuda (there is no CPU implementation)", q.device());
   check_arg(attention_decode_supported(q.device(), q.dtype()), kWhere, "q.dtype", "f32, f16 or bf16", q.dtype());
   for (auto [t, name] : {std::pair{&q, "q"}, std::pair{&k_cache, "k_cache"}, std::pair{&v_cache, "v_cache"},
                          std::pair{&o, "o"}})
     check_aligned(*t, name);
-  check_arg(std::isfinite(params.scale), kWhere, "params.scale", "finite", params.scale);
-  check_arg(std::isfinite(params.softcap) && params.softcap >= 0.0, kWhere, "params.softcap", "finite and >= 0",
-            params.softcap);
-  check_arg(params.window_left >= -1, kWhere, "params.window_left", ">= -1", params.window_left);
-  check_arg(params.window_right >= -1, kWhere, "params.window_right", ">= -1", params.window_right);
+  check_attention_params(params, kWhere);
   if (workspace.defined()) {
     const std::int64_t needed = attention_decode_workspace_bytes(batch, max_seqlen, heads_q, heads_kv, head_dim);
     check_dtype(workspace, DType::u8, kWhere, "workspace");
@@ -98,12 +87,12 @@ void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tens
     check_arg(workspace.numel() >= needed, kWhere, "workspace.numel()", ">= " + std::to_string(needed),
               workspace.numel());
     const auto offset = reinterpret_cast<std::uintptr_t>(workspace.data()) % 256;
-    check_arg(offset == 0, kWhere, "workspace", "256-byte aligned", "an address = " + std::to_string(offset) + " mod 256");
+    check_arg(offset == 0, kWhere, "workspace", "256-byte aligned",
+              "an address = " + std::to_string(offset) + " mod 256");
   }
 #if IGNIS_WITH_CUDA
-  AttentionParams resolved = params;
-  if (resolved.scale == 0.0) resolved.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  cuda::attention_decode_forward(q, k_cache, v_cache, seqlens_k.data_as<const int>(), o, resolved,
+  cuda::attention_decode_forward(q, k_cache, v_cache, seqlens_k.data_as<const int>(), o,
+                                 resolved_attention_params(params, head_dim),
                                  workspace.defined() ? workspace.data() : nullptr, stream);
 #else
   (void)stream;

@@ -23,14 +23,6 @@ namespace {
 
 constexpr const char* kWhere = "attention_naive_forward";
 
-void check_like(const Tensor& t, const Tensor& like, const Shape& shape, DType dtype, const char* name) {
-  check_dim(t, static_cast<int>(shape.size()), kWhere, name);
-  check_shape(t, shape, kWhere, name);
-  check_dtype(t, dtype, kWhere, name);
-  check_device(t, like.device(), kWhere, name);
-  check_contiguous(t, kWhere, name);
-}
-
 }  // namespace
 
 namespace {
@@ -50,9 +42,9 @@ void check_common(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
             "a multiple of heads_kv (" + std::to_string(heads_kv) + ")", heads_q);
   check_arg(head_dim <= kAttentionNaiveMaxHeadDim, kWhere, "q.size(3) (head_dim)",
             "<= " + std::to_string(kAttentionNaiveMaxHeadDim), head_dim);
-  check_like(k, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), "k");
-  check_like(v, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), "v");
-  check_like(o, q, q.shape(), q.dtype(), "o");
+  check_attention_tensor(k, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), kWhere, "k");
+  check_attention_tensor(v, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), kWhere, "v");
+  check_attention_tensor(o, q, q.shape(), q.dtype(), kWhere, "o");
   check_arg(q.device().is_cuda(), kWhere, "q.device", "cuda (there is no CPU implementation)", q.device());
   check_arg(attention_naive_supported(q.device(), q.dtype()), kWhere, "q.dtype", "f32 or f64", q.dtype());
   check_attention_params(params, kWhere);
@@ -63,7 +55,8 @@ void check_common(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
 void attention_naive_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                              const AttentionParams& params, Stream stream) {
   check_common(q, k, v, o, params);
-  check_like(lse, q, {q.size(0), q.size(2), q.size(1)}, attention_lse_dtype(q.dtype()), "lse");
+  check_attention_tensor(lse, q, {q.size(0), q.size(2), q.size(1)}, attention_lse_dtype(q.dtype()), kWhere,
+                         "lse");
 #if IGNIS_WITH_CUDA
   cuda::attention_naive_forward(q, k, v, o, lse, nullptr, resolved_attention_params(params, q.size(3)), stream);
 #else
@@ -75,8 +68,10 @@ void attention_naive_kvcache_forward(const Tensor& q, const Tensor& k_cache, con
                                      const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
                                      const AttentionParams& params, Stream stream) {
   check_common(q, k_cache, v_cache, o, params);
-  check_like(seqlens_k, q, {q.size(0)}, DType::i32, "seqlens_k");
-  if (lse.defined()) check_like(lse, q, {q.size(0), q.size(2), q.size(1)}, attention_lse_dtype(q.dtype()), "lse");
+  check_attention_tensor(seqlens_k, q, {q.size(0)}, DType::i32, kWhere, "seqlens_k");
+  if (lse.defined())
+    check_attention_tensor(lse, q, {q.size(0), q.size(2), q.size(1)}, attention_lse_dtype(q.dtype()), kWhere,
+                         "lse");
 #if IGNIS_WITH_CUDA
   cuda::attention_naive_forward(q, k_cache, v_cache, o, lse.defined() ? lse : Tensor(), seqlens_k.data_as<const int>(),
                                 resolved_attention_params(params, q.size(3)), stream);

@@ -28,14 +28,6 @@ constexpr std::int64_t kMaxSeqlen = std::int64_t{1} << 28;
 // Heads and batch are grid dimensions y and z.
 constexpr std::int64_t kMaxGridYZ = 65535;
 
-void check_tensor(const Tensor& t, const Tensor& like, const Shape& shape, DType dtype, const char* name) {
-  check_dim(t, static_cast<int>(shape.size()), kWhere, name);
-  check_shape(t, shape, kWhere, name);
-  check_dtype(t, dtype, kWhere, name);
-  check_device(t, like.device(), kWhere, name);
-  check_contiguous(t, kWhere, name);
-}
-
 void check_aligned(const Tensor& t, const char* name) {
   const auto address = reinterpret_cast<std::uintptr_t>(t.data());
   check_arg(address % 16 == 0, kWhere, std::string(name) + ".data", "16-byte aligned", address % 16);
@@ -60,10 +52,10 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
   check_arg(heads_q % heads_kv == 0, kWhere, "q.size(2) (heads_q)",
             "a multiple of heads_kv (" + std::to_string(heads_kv) + ")", heads_q);
   check_arg(flash_attention_head_dim_supported(head_dim), kWhere, "q.size(3) (head_dim)", "64 or 128", head_dim);
-  check_tensor(k, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), "k");
-  check_tensor(v, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), "v");
-  check_tensor(o, q, q.shape(), q.dtype(), "o");
-  if (lse.defined()) check_tensor(lse, q, {batch, heads_q, seqlen_q}, DType::f32, "lse");
+  check_attention_tensor(k, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), kWhere, "k");
+  check_attention_tensor(v, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), kWhere, "v");
+  check_attention_tensor(o, q, q.shape(), q.dtype(), kWhere, "o");
+  if (lse.defined()) check_attention_tensor(lse, q, {batch, heads_q, seqlen_q}, DType::f32, kWhere, "lse");
   check_arg(q.device().is_cuda(), kWhere, "q.device", "cuda (there is no CPU implementation)", q.device());
   check_arg(flash_attention_supported(q.device(), q.dtype()), kWhere, "q.dtype", "bf16 or f16", q.dtype());
   for (auto [t, name] : {std::pair{&q, "q"}, std::pair{&k, "k"}, std::pair{&v, "v"}, std::pair{&o, "o"}})
@@ -87,7 +79,7 @@ void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, con
                                      const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
                                      const AttentionParams& params, Stream stream) {
   check_inputs(q, k_cache, v_cache, o, lse, params);
-  check_tensor(seqlens_k, q, {q.size(0)}, DType::i32, "seqlens_k");
+  check_attention_tensor(seqlens_k, q, {q.size(0)}, DType::i32, kWhere, "seqlens_k");
 #if IGNIS_WITH_CUDA
   cuda::flash_attention_forward(q, k_cache, v_cache, o, lse, seqlens_k.data_as<const int>(),
                                 resolved_attention_params(params, q.size(3)), stream);
