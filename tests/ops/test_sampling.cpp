@@ -129,6 +129,48 @@ TEST_P(SamplingOp, TopPMaskMatchesReference) {
   EXPECT_LT(ambiguous * 5, compared) << ambiguous << " of " << compared << " rows were too close to call";
 }
 
+// CUDA masks 16-bit rows through a histogram of values for up to 256 rows (top_p_narrow.cu) and
+// through the multi-pass kernels past that (and in f32); every path must equal the CPU path's
+// fixed-point rule exactly, rows too close to call against the fp64 reference included. Row kinds:
+// normal logits, integer ties (and -0 beside +0), one value everywhere (the cut falls inside a single
+// value), a +inf entry (no finite weights: the row is unchanged), every 5th entry -inf.
+TEST_P(SamplingOp, TopPMaskPathsEqualTheCpuRule) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, sampling_supported(impl.device, impl.dtype));
+  if (!impl.device.is_cuda()) GTEST_SKIP() << "compares the CUDA paths with the CPU path";
+  std::uint64_t salt = 3000;
+  const std::int64_t shapes[][2] = {{5, 262144}, {6, 4097}, {300, 1023}};
+  for (const auto& shape : shapes) {
+    const std::int64_t rows = shape[0], vocab = shape[1];
+    auto rng = test::case_rng(++salt);
+    auto x = test::random_normal(rng, rows * vocab, 2.0);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double* row = x.data() + r * vocab;
+      for (std::int64_t i = 0; i < vocab; ++i) {
+        switch (r % 5) {
+          case 1: row[i] = std::round(row[i] * 0.5); break;
+          case 2: row[i] = 1.5; break;
+          case 3: if (i == vocab / 2) row[i] = kInf; break;
+          case 4: if (i % 5 == 0) row[i] = -kInf; break;
+          default: break;
+        }
+      }
+    }
+    x = test::quantize(x, impl.dtype);
+    for (double p : {0.05, 0.5, 0.9, 0.999}) {
+      SCOPED_TRACE(testing::Message() << impl << " rows " << rows << " vocab " << vocab << " p " << p);
+      const auto got = run_mask(impl, x, rows, vocab, false, [p](const Tensor& in, const Tensor& out) {
+        top_p_mask(in, p, out);
+      });
+      Tensor host_in = test::make_tensor(x, {rows, vocab}, DType::f32, Device::cpu());
+      Tensor host_out = test::make_poisoned({rows, vocab}, DType::f32, Device::cpu());
+      top_p_mask(host_in, p, host_out);
+      const auto want = test::read_tensor(host_out);
+      for (std::int64_t r = 0; r < rows; ++r) EXPECT_EQ(row_mismatches(got, want, r, vocab), 0) << "row " << r;
+    }
+  }
+}
+
 // ids of one (shape, params) case against the reference, and on CUDA against the CPU path.
 std::pair<int, int> check_sample(const Impl& impl, std::int64_t rows, std::int64_t vocab, const SamplingParams& params,
                                  bool ties, std::uint64_t salt) {

@@ -22,6 +22,7 @@
 #include "cuda/common/scratch.cuh"
 #include "cuda/ops/sampling.h"
 #include "cuda/ops/sampling_block.cuh"
+#include "cuda/ops/top_p_narrow.h"
 
 namespace ignis::cuda {
 namespace {
@@ -565,6 +566,8 @@ void launch_top_p(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out
   const long long rows = logits.size(0), vocab = logits.size(1);
   if (rows == 0 || vocab == 0) return;
   if (p_fixed >= rule::kTopPOff) return copy_async(logits, out, stream);
+  if constexpr (sizeof(T) == 2)
+    if (top_p_mask_narrow_fits(rows)) return top_p_mask_narrow(logits, p_fixed, out, stream);
   Job job = make_job(Mode::top_p, rows, vocab);
   job.p_fixed = p_fixed;
   Workspace ws(job, rows, stream);
