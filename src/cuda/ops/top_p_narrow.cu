@@ -1,13 +1,14 @@
-// Top-p masks of 16-bit logits in three kernels over a per-row histogram of the 65536 possible values:
+// Top-p masks of 16-bit logits over a per-row histogram of the 65536 possible values, four kernels:
 //  1. count: every token adds one to the bin of its order key (the 16-bit pattern, ordered as the
-//     values are), from blocks spread over the row;
+//     values are), through a shared-memory histogram a block;
 //  2. cut (one block a row): the row max is the highest non-empty bin; the weight of a bin is its
 //     count times the fixed-point weight of its value, so one scan from the highest bin finds the
 //     value where the rank-order mass reaches the target, and how many of the tokens of that value
-//     (in index order, as the composite order of sampling.cu ranks ties) the prefix still needs;
-//     a pass over the row then finds the index of the last of them;
-//  3. mask: tokens above the cut value are kept, those equal to it up to that index, all others
-//     become -inf.
+//     the prefix still needs (ties rank in index order, as the composite order of sampling.cu does);
+//  3. tie count: the tokens of the cut value in each slice of the row;
+//  4. mask: tokens above the cut value are kept, those equal to it while their index-order rank is
+//     below the needed count, all others become -inf; only the slice where that rank runs out ranks
+//     its tokens one by one.
 // The weights are the integers of src/ops/sampling_rule.h and sums of integers do not depend on
 // their order, so the masks equal those of the multi-pass kernels and of the CPU path exactly.
 #include "cuda/ops/top_p_narrow.h"
@@ -28,11 +29,14 @@ using u64 = unsigned long long;
 using u16 = unsigned short;
 
 constexpr int kBins = 1 << 16;
-constexpr int kMaxRows = 256;  // 64 MB of histograms
-constexpr int kThreads = 256;  // count and mask kernels
-constexpr int kUnroll = 8;     // loads a thread has in flight there
+constexpr int kMaxRows = 64;  // 48 MB of histograms and masses
+constexpr int kThreads = 256;  // tie-count and mask kernels
+constexpr int kUnroll = 8;     // loads a thread has in flight in the count and mask kernels
+constexpr int kCountThreads = 512;
+constexpr int kCountSlice = 16384;  // tokens a block of the count kernel (16-bit counts)
 constexpr int kCutThreads = 1024;
 constexpr int kBinsPerThread = kBins / kCutThreads;
+constexpr int kBatch = 8;  // histogram loads a thread of the cut kernel has in flight
 
 struct Bf16Bits {
   static constexpr u16 kNegInf = 0xff80;
@@ -53,11 +57,11 @@ __device__ __forceinline__ float key_value16(unsigned key) {
   return Bits::value(static_cast<u16>((key & 0x8000u) ? (key & 0x7fffu) : (~key & 0xffffu)));
 }
 
-// What the mask kernel needs of a row.
+// What the tie-count and mask kernels need of a row.
 struct RowCut {
-  unsigned key;  // tokens with a larger key are kept
-  int last;      // tokens with this key are kept up to this index
-  int keep_all;  // no finite logit (or a NaN max): the row is copied unchanged, as the other paths do
+  unsigned key;     // tokens with a larger key are kept
+  unsigned needed;  // and the first `needed` tokens (in index order) with this key
+  int keep_all;     // no finite logit (or a NaN max): the row is copied unchanged, as the other paths do
 };
 
 struct Table {
@@ -68,146 +72,224 @@ struct MaxU32 {
   __device__ unsigned operator()(unsigned a, unsigned b) const { return a > b ? a : b; }
 };
 
-// hist: [rows, kBins], zeroed by the caller.
-__global__ void __launch_bounds__(kThreads) count_values_kernel(const u16* x, int vocab, int slice, unsigned* hist) {
+// A block counts kCountSlice tokens into a shared histogram of 16-bit counts (two a word: a slice
+// cannot carry one count into its neighbour), then adds its non-empty bins to the row's. Long
+// slices keep the global atomics few: a bin gets at most one a block. hist: [rows, kBins], zeroed.
+__global__ void __launch_bounds__(kCountThreads) count_values_kernel(const u16* x, int vocab, unsigned* hist) {
+  extern __shared__ uint4 local_words4[];  // [kBins / 2] words
+  unsigned* local = reinterpret_cast<unsigned*>(local_words4);
+  for (int j = threadIdx.x; j < kBins / 8; j += kCountThreads) local_words4[j] = make_uint4(0, 0, 0, 0);
+  __syncthreads();
   const u16* row = x + static_cast<long long>(blockIdx.y) * vocab;
-  unsigned* h = hist + static_cast<long long>(blockIdx.y) * kBins;
-  const int lo = static_cast<int>(blockIdx.x) * slice, hi = min(lo + slice, vocab);
-  for (int base = lo + static_cast<int>(threadIdx.x); base < hi; base += kThreads * kUnroll) {
+  const int lo = static_cast<int>(blockIdx.x) * kCountSlice, hi = min(lo + kCountSlice, vocab);
+  for (int base = lo + static_cast<int>(threadIdx.x); base < hi; base += kCountThreads * kUnroll) {
     u16 v[kUnroll];
 #pragma unroll
     for (int j = 0; j < kUnroll; ++j) {
-      const int i = base + j * kThreads;
+      const int i = base + j * kCountThreads;
       v[j] = i < hi ? row[i] : u16{0};
     }
 #pragma unroll
-    for (int j = 0; j < kUnroll; ++j)
-      if (base + j * kThreads < hi) atomicAdd(&h[order_key16(v[j])], 1u);
+    for (int j = 0; j < kUnroll; ++j) {
+      if (base + j * kCountThreads >= hi) continue;
+      const unsigned key = order_key16(v[j]);
+      atomicAdd(&local[key >> 1], 1u << ((key & 1) * 16));
+    }
+  }
+  __syncthreads();
+  unsigned* h = hist + static_cast<long long>(blockIdx.y) * kBins;
+  for (int j = threadIdx.x; j < kBins / 8; j += kCountThreads) {
+    const uint4 w = local_words4[j];
+    const unsigned words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int bin = (4 * j + q) * 2;
+      if (words[q] & 0xffffu) atomicAdd(&h[bin], words[q] & 0xffffu);
+      if (words[q] >> 16) atomicAdd(&h[bin + 1], words[q] >> 16);
+    }
   }
 }
 
-// One block a row. Thread t owns the bins [kBins - (t + 1) * kBinsPerThread, kBins - t * kBinsPerThread),
-// so that an inclusive scan in thread order runs from the highest value down.
+// One block a row. The weights are computed with bins striped over the threads (the non-empty
+// bins crowd a narrow range of values; contiguous ranges would leave a few threads all the work)
+// into mass[]; the scan then runs over contiguous ranges, thread t owning the bins
+// [kBins - (t + 1) * kBinsPerThread, kBins - t * kBinsPerThread), so that an inclusive scan in
+// thread order runs from the highest value down. mass: [rows, kBins] scratch.
 template <class Bits>
-__global__ void __launch_bounds__(kCutThreads) find_cut_kernel(const u16* x, int vocab, const unsigned* hist,
-                                                               RowCut* cuts, u64 p_fixed, int bits,
+__global__ void __launch_bounds__(kCutThreads) find_cut_kernel(const unsigned* hist, u64* mass_all, RowCut* cuts,
+                                                               u64 p_fixed, int bits,
                                                                const __grid_constant__ Table table) {
   __shared__ std::uint64_t table_s[rule::kExpTableSize];
   __shared__ unsigned max_scratch[32];
   __shared__ u64 scan[32];
-  __shared__ unsigned cut_key, cut_count, cut_needed;
   for (int j = threadIdx.x; j < rule::kExpTableSize; j += blockDim.x) table_s[j] = table.entries[j];
   const int row = static_cast<int>(blockIdx.x);
-  const u16* xr = x + static_cast<long long>(row) * vocab;
   const unsigned* h = hist + static_cast<long long>(row) * kBins;
-  const int top = kBins - 1 - static_cast<int>(threadIdx.x) * kBinsPerThread;
+  u64* mass = mass_all + static_cast<long long>(row) * kBins;
 
-  unsigned highest = 0;  // key + 1 of this thread's highest non-empty bin; 0: none
-  for (int j = 0; j < kBinsPerThread && highest == 0; ++j)
-    if (h[top - j] != 0) highest = static_cast<unsigned>(top - j) + 1;
+  unsigned highest = 0;  // key + 1 of the highest non-empty bin; 0: none
+#pragma unroll 8
+  for (int j = 0; j < kBinsPerThread; ++j) {
+    const int bin = j * kCutThreads + static_cast<int>(threadIdx.x);
+    if (h[bin] != 0) highest = static_cast<unsigned>(bin) + 1;
+  }
   highest = block_reduce(highest, MaxU32{}, max_scratch);  // vocab >= 1: some bin is non-empty
   const one_block::Weigh weigh{key_value16<Bits>(highest - 1), rule::kLog2e, bits, table_s};
-
-  u64 mass = 0;  // of this thread's bins
-  for (int j = 0; j < kBinsPerThread; ++j) {
-    const unsigned count = h[top - j];
-    if (count != 0) mass += count * weigh(key_value16<Bits>(static_cast<unsigned>(top - j)));
+  // Batches of loads in flight; the weight (~300 instructions) only where a bin has tokens, which
+  // is warp-uniform away from the edges of the crowded range (a warp holds 32 neighbouring bins).
+  for (int j0 = 0; j0 < kBinsPerThread; j0 += kBatch) {
+    unsigned counts[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) counts[j] = h[(j0 + j) * kCutThreads + static_cast<int>(threadIdx.x)];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int bin = (j0 + j) * kCutThreads + static_cast<int>(threadIdx.x);
+      u64 m = 0;
+      if (counts[j] != 0) m = counts[j] * weigh(key_value16<Bits>(static_cast<unsigned>(bin)));
+      mass[bin] = m;
+    }
   }
+  __syncthreads();  // mass[] of the whole row is written
+
+  const int top = kBins - 1 - static_cast<int>(threadIdx.x) * kBinsPerThread;
+  u64 sum = 0;
+#pragma unroll 8
+  for (int j = 0; j < kBinsPerThread; ++j) sum += mass[top - j];
   u64 total;
-  const u64 incl = one_block::block_inclusive_scan(scan, mass, total);
+  const u64 incl = one_block::block_inclusive_scan(scan, sum, total);
   if (total == 0) {
     if (threadIdx.x == 0) cuts[row] = {0, 0, 1};
     return;
   }
   const u64 target = rule::top_p_target(total, p_fixed);
-  u64 run = incl - mass;
+  u64 run = incl - sum;
   if (run < target && incl >= target) {  // the one thread whose bins hold the cut
-    for (int j = 0; j < kBinsPerThread; ++j) {
-      const unsigned key = static_cast<unsigned>(top - j), count = h[key];
-      if (count == 0) continue;
-      const u64 w = weigh(key_value16<Bits>(key));
-      if (run + count * w >= target) {  // w > 0 here: a bin of weight 0 cannot reach the target
-        cut_key = key;
-        cut_count = count;
-        cut_needed = static_cast<unsigned>((target - run + w - 1) / w);
+    for (int j0 = 0; j0 < kBinsPerThread; j0 += kBatch) {
+      u64 masses[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) masses[j] = mass[top - j0 - j];
+      int found = -1;
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        if (found < 0 && run + masses[j] >= target) found = j;  // masses[j] > 0: weight 0 cannot reach it
+        if (found < 0) run += masses[j];
+      }
+      if (found >= 0) {
+        const unsigned key = static_cast<unsigned>(top - j0 - found);
+        const u64 w = weigh(key_value16<Bits>(key));
+        cuts[row] = {key, static_cast<unsigned>((target - run + w - 1) / w), 0};
         break;
       }
-      run += count * w;
     }
   }
-  __syncthreads();
-  const unsigned key = cut_key, needed = cut_needed;
-  if (needed == cut_count) {  // every token of the cut value is kept
-    if (threadIdx.x == 0) cuts[row] = {key, INT_MAX, 0};
-    return;
-  }
-  // The index of the needed-th token of the cut value: each thread counts them in its own
-  // contiguous segment, a scan places the segments, and the one holding it walks it again.
-  const int segment = (vocab + kCutThreads - 1) / kCutThreads;
-  const int lo = min(vocab, static_cast<int>(threadIdx.x) * segment), hi = min(vocab, lo + segment);
-  unsigned ties = 0;
-  for (int i = lo; i < hi; ++i) ties += order_key16(xr[i]) == key;
-  u64 unused;
-  const u64 ties_incl = one_block::block_inclusive_scan(scan, u64{ties}, unused);
-  u64 before = ties_incl - ties;
-  if (before < needed && ties_incl >= needed)
-    for (int i = lo; i < hi; ++i)
-      if (order_key16(xr[i]) == key && ++before == needed) {
-        cuts[row] = {key, i, 0};
-        break;
-      }
+}
+
+// ties: [rows, blocks of the mask grid], the tokens equal to the cut value in each block's slice.
+__global__ void __launch_bounds__(kThreads) count_ties_kernel(const u16* x, int vocab, int slice, const RowCut* cuts,
+                                                              unsigned* ties) {
+  __shared__ unsigned scratch[32];
+  const RowCut cut = cuts[blockIdx.y];
+  const u16* row = x + static_cast<long long>(blockIdx.y) * vocab;
+  const int lo = static_cast<int>(blockIdx.x) * slice, hi = min(lo + slice, vocab);
+  unsigned n = 0;
+  if (!cut.keep_all)
+    for (int i = lo + static_cast<int>(threadIdx.x); i < hi; i += kThreads) n += order_key16(row[i]) == cut.key;
+  n = block_reduce(n, Sum{}, scratch);
+  if (threadIdx.x == 0) ties[static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x] = n;
 }
 
 template <class Bits>
 __global__ void __launch_bounds__(kThreads) mask_kernel(const u16* x, u16* y, int vocab, int slice,
-                                                        const RowCut* cuts) {
+                                                        const RowCut* cuts, const unsigned* ties) {
+  __shared__ unsigned warp_ties[kThreads / 32];
   const long long offset = static_cast<long long>(blockIdx.y) * vocab;
   const RowCut cut = cuts[blockIdx.y];
   const int lo = static_cast<int>(blockIdx.x) * slice, hi = min(lo + slice, vocab);
-  for (int base = lo + static_cast<int>(threadIdx.x); base < hi; base += kThreads * kUnroll) {
-    u16 v[kUnroll];
+  // Ties of the cut value before this slice, and in it (the same in every thread).
+  unsigned before = 0;
+  const unsigned* row_ties = ties + static_cast<long long>(blockIdx.y) * gridDim.x;
+  for (unsigned b = 0; b < blockIdx.x; ++b) before += row_ties[b];
+  const unsigned mine = row_ties[blockIdx.x];
+  const auto keep = [&](unsigned key, bool tie_kept) {
+    return cut.keep_all || key > cut.key || (key == cut.key && tie_kept);
+  };
+  if (cut.keep_all || before >= cut.needed || before + mine <= cut.needed) {
+    const bool ties_kept = before < cut.needed;  // all of this slice's, or none
+    for (int base = lo + static_cast<int>(threadIdx.x); base < hi; base += kThreads * kUnroll) {
+      u16 v[kUnroll];
 #pragma unroll
-    for (int j = 0; j < kUnroll; ++j) {
-      const int i = base + j * kThreads;
-      v[j] = i < hi ? x[offset + i] : u16{0};
-    }
+      for (int j = 0; j < kUnroll; ++j) {
+        const int i = base + j * kThreads;
+        v[j] = i < hi ? x[offset + i] : u16{0};
+      }
 #pragma unroll
-    for (int j = 0; j < kUnroll; ++j) {
-      const int i = base + j * kThreads;
-      if (i >= hi) continue;
-      const unsigned k = order_key16(v[j]);
-      const bool keep = cut.keep_all || k > cut.key || (k == cut.key && i <= cut.last);
-      y[offset + i] = keep ? v[j] : Bits::kNegInf;
+      for (int j = 0; j < kUnroll; ++j) {
+        const int i = base + j * kThreads;
+        if (i < hi) y[offset + i] = keep(order_key16(v[j]), ties_kept) ? v[j] : Bits::kNegInf;
+      }
     }
+    return;
+  }
+  // The slice holding the last kept tie: ranks in index order, one token a thread per step.
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  unsigned running = before;
+  for (int base = lo; base < hi; base += kThreads) {
+    const int i = base + static_cast<int>(threadIdx.x);
+    const u16 v = i < hi ? x[offset + i] : u16{0};
+    const unsigned key = order_key16(v);
+    const bool tie = i < hi && key == cut.key;
+    const unsigned ballot = __ballot_sync(kFullMask, tie);
+    if (lane == 0) warp_ties[warp] = __popc(ballot);
+    __syncthreads();
+    unsigned rank = running + __popc(ballot & ((1u << lane) - 1)), step = 0;
+    for (int w = 0; w < kThreads / 32; ++w) {
+      if (w < warp) rank += warp_ties[w];
+      step += warp_ties[w];
+    }
+    __syncthreads();  // warp_ties is rewritten in the next step
+    if (i < hi) y[offset + i] = keep(key, rank < cut.needed) ? v : Bits::kNegInf;
+    running += step;
   }
 }
 
 template <class Bits>
 void launch(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out, Stream stream) {
   const long long rows = logits.size(0), vocab = logits.size(1);
-  // Blocks of the count and mask kernels: about four an SM over all rows, whole unrolled steps.
+  // Blocks of the tie-count and mask kernels: about four an SM over all rows, whole unrolled steps.
   const long long step = kThreads * kUnroll;
   const long long want = ceil_div(4LL * sm_count(), rows), most = ceil_div(vocab, step);
   const long long per_row = std::max(1LL, std::min(want, most));
   const int slice = static_cast<int>(ceil_div(ceil_div(vocab, per_row), step) * step);
   const dim3 grid(ceil_div(vocab, slice), static_cast<unsigned>(rows));
+  const dim3 count_grid(ceil_div(vocab, kCountSlice), static_cast<unsigned>(rows));
 
   const std::size_t hist_bytes = align_up(static_cast<std::size_t>(rows) * kBins * sizeof(unsigned));
-  Scratch scratch(hist_bytes + align_up(static_cast<std::size_t>(rows) * sizeof(RowCut)), stream);
+  const std::size_t mass_bytes = align_up(static_cast<std::size_t>(rows) * kBins * sizeof(u64));
+  const std::size_t cut_bytes = align_up(static_cast<std::size_t>(rows) * sizeof(RowCut));
+  const std::size_t tie_bytes = align_up(static_cast<std::size_t>(rows) * grid.x * sizeof(unsigned));
+  Scratch scratch(hist_bytes + mass_bytes + cut_bytes + tie_bytes, stream);
   unsigned* hist = scratch.at<unsigned>(0);
-  RowCut* cuts = scratch.at<RowCut>(hist_bytes);
+  u64* mass = scratch.at<u64>(hist_bytes);
+  RowCut* cuts = scratch.at<RowCut>(hist_bytes + mass_bytes);
+  unsigned* ties = scratch.at<unsigned>(hist_bytes + mass_bytes + cut_bytes);
   IGNIS_CUDA_CHECK(cudaMemsetAsync(hist, 0, hist_bytes, to_cuda(stream)));
   Table table;
   std::copy_n(rule::exp2_table(), rule::kExpTableSize, table.entries);
 
   const u16* x = static_cast<const u16*>(logits.data());
-  count_values_kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(x, static_cast<int>(vocab), slice, hist);
+  u16* y = static_cast<u16*>(out.data());
+  const int n = static_cast<int>(vocab);
+  constexpr int kCountSmem = kBins / 2 * sizeof(unsigned);
+  IGNIS_CUDA_CHECK(
+      cudaFuncSetAttribute(count_values_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kCountSmem));
+  count_values_kernel<<<count_grid, kCountThreads, kCountSmem, to_cuda(stream)>>>(x, n, hist);
   IGNIS_CHECK_LAUNCH();
   find_cut_kernel<Bits><<<static_cast<unsigned>(rows), kCutThreads, 0, to_cuda(stream)>>>(
-      x, static_cast<int>(vocab), hist, cuts, p_fixed, rule::weight_bits(vocab), table);
+      hist, mass, cuts, p_fixed, rule::weight_bits(vocab), table);
   IGNIS_CHECK_LAUNCH();
-  mask_kernel<Bits><<<grid, kThreads, 0, to_cuda(stream)>>>(x, static_cast<u16*>(out.data()), static_cast<int>(vocab),
-                                                           slice, cuts);
+  count_ties_kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(x, n, slice, cuts, ties);
+  IGNIS_CHECK_LAUNCH();
+  mask_kernel<Bits><<<grid, kThreads, 0, to_cuda(stream)>>>(x, y, n, slice, cuts, ties);
   IGNIS_CHECK_LAUNCH();
 }
 

@@ -11,7 +11,7 @@
 
 namespace ignis::cuda {
 
-// Whether top_p_mask_narrow takes `rows` rows: its workspace is 256 KB a row.
+// Whether top_p_mask_narrow takes `rows` rows: its workspace is 768 KB a row.
 bool top_p_mask_narrow_fits(std::int64_t rows);
 
 // logits, out: [rows, vocab] bf16 or f16, out may alias logits; p_fixed < sampling::kTopPOff.
