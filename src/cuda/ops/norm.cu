@@ -4,11 +4,12 @@
 // Each thread loads its part of the row once, up to kForwardPacks 16-byte packs kept raw in
 // registers (32 registers whatever the dtype, so a 64-thread block holds a 4096-element bf16
 // row and many blocks share an SM: their loads cover each other's reductions); the statistics
-// are fp32 group reductions over those registers (LayerNorm: the mean, then the squared
-// deviations, so a large common offset does not cancel); the normalised row is written once.
+// are one fp32 group reduction a row over those registers (LayerNorm: each thread's count, mean
+// and sum of squared deviations of its own columns, combined by Chan's merge, so a large common
+// offset does not cancel); the normalised row is written once.
 // x and weight are read once per row (weight from L1/L2 after the first row), y written once.
 // Rows that are too long for registers, or whose length/alignment rules out 16-byte packs, take
-// a looping kernel that reads the row again for each pass (from L2 for the later passes).
+// a looping kernel that reads the row twice (statistics, then the write; the second from L2).
 //
 // Backward (backward_staged): a block owns a group of consecutive rows (about two blocks an SM
 // for the whole tensor) and a thread owns the same few packs of every row. Rows stream through a
@@ -86,16 +87,54 @@ __device__ __forceinline__ float4 warp_sum(float4 v) {
   return v;
 }
 
-// Sum over the whole block, returned to every thread. scratch: 32 values of shared memory.
+// A LayerNorm row's statistics over some of its columns: their count, their mean and the sum of
+// their squared deviations from that mean. n = 0 (all zero) is the empty set.
+struct Moments {
+  float n;
+  float mean;
+  float m2;
+};
+
+// Chan's parallel merge of the statistics of two disjoint column sets: no sum of squares, so a
+// large common offset does not cancel. The weight f = nb / n is exactly 0 when b is empty and
+// exactly 1 when a is empty, so an empty side leaves the other's bits unchanged (the tail warps
+// and padded threads of a row must not perturb it). Not symmetric in bits: callers order the
+// operands by position (lower lane / warp first) so that both ends of a shuffle get the same bits.
+__device__ __forceinline__ Moments merge(Moments a, Moments b) {
+  const float n = a.n + b.n;
+  const float f = b.n / fmaxf(n, 1.0f);
+  const float delta = b.mean - a.mean;
+  return {n, a.mean + delta * f, a.m2 + b.m2 + delta * delta * (a.n * f)};
+}
+
+// The warp's Moments in every lane, with the same bits in every lane: a butterfly whose merges
+// take the lower lane's side first (the sums above need no order: addition is commutative).
+__device__ __forceinline__ Moments warp_sum(Moments v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const Moments other = {__shfl_xor_sync(kFullMask, v.n, offset), __shfl_xor_sync(kFullMask, v.mean, offset),
+                           __shfl_xor_sync(kFullMask, v.m2, offset)};
+    const bool upper = threadIdx.x & offset;  // select the operands, then merge once
+    v = merge(upper ? other : v, upper ? v : other);
+  }
+  return v;
+}
+
+// The whole block's sum (Moments: merge) in every thread, with the same bits everywhere: warp
+// butterflies, one value a warp into scratch, one barrier, then every warp reduces the <= 32 warp
+// values in the same order. scratch: 32 S of shared memory, one of TWO buffers that consecutive calls
+// alternate between (buffer i & 1 for the block's i-th reduction), which is why no barrier is
+// needed before the write: a thread writes buffer b in reduction i + 2 only after it passed the
+// barrier of reduction i + 1, which no thread reaches before it has finished reading buffer b in
+// reduction i (every thread of the block makes the same reductions in the same order). The
+// other buffer, written by reduction i + 1 meanwhile, is never read by reduction i.
 template <class S>
 __device__ S block_sum(S v, S* scratch) {
+  const int lane = threadIdx.x % 32;
   v = warp_sum(v);
-  __syncthreads();  // scratch may still be read by the previous reduction
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  if (lane == 0) scratch[threadIdx.x / 32] = v;
   __syncthreads();
-  v = scratch[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) v = add(v, scratch[w]);
-  return v;
+  return warp_sum(lane < static_cast<int>(blockDim.x / 32) ? scratch[lane] : S{});
 }
 
 // The threads that own one row in the forward: a warp (kWarp) or the whole block. Pack k of a
@@ -113,6 +152,7 @@ struct RowGroup {
   __device__ static int column(int k) {
     return (rank() + k * size()) * V;
   }
+  // The group's sum in every thread; scratch: this reduction's buffer (see block_sum).
   template <class S>
   __device__ static S sum(S v, S* scratch) {
     if constexpr (kWarp) return warp_sum(v);
@@ -124,6 +164,17 @@ struct RowStats {
   float mean;  // 0 for RMSNorm
   float rstd;
 };
+
+// What a thread contributes to its row's one reduction: LayerNorm's Moments, RMSNorm's sum x^2.
+template <Kind kKind>
+using Partial = std::conditional_t<kKind == Kind::layer, Moments, float>;
+
+// The row's statistics from the group's reduction of the partials.
+template <Kind kKind>
+__device__ __forceinline__ RowStats row_stats(Partial<kKind> all, int dim, float eps) {
+  if constexpr (kKind == Kind::layer) return {all.mean, rsqrtf(all.m2 / static_cast<float>(dim) + eps)};
+  else return {0.0f, rsqrtf(all / static_cast<float>(dim) + eps)};
+}
 
 template <class T, int V>
 __device__ __forceinline__ void unpack(const Pack<T, V>& p, float (&v)[V]) {
@@ -146,54 +197,70 @@ __device__ __forceinline__ void load_row(const T* in, int dim, Column column, Pa
   }
 }
 
-// Statistics of a row held in registers; columns at or past dim hold zeros.
+// This thread's partial of a row held in registers (packs at or past dim are padding). LayerNorm:
+// the Moments of its own columns, by two passes over the registers (mean, then squared deviations).
 template <Kind kKind, class G, class T, int K, int V>
-__device__ RowStats register_stats(const Pack<T, V> (&p)[K], int dim, float eps, float* scratch) {
-  float mean = 0.0f;
-  if constexpr (kKind == Kind::layer) {
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-#pragma unroll
-      for (int j = 0; j < V; ++j) s += to_float(p[k].v[j]);
-    mean = G::sum(s, scratch) / static_cast<float>(dim);
-  }
-  float sq = 0.0f;
+__device__ __forceinline__ Partial<kKind> register_partial(const Pack<T, V> (&p)[K], int dim) {
+  float s = 0.0f, n = 0.0f;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    if (G::template column<V>(k) >= dim) continue;  // the zero padding is not part of the row
+    if (G::template column<V>(k) >= dim) continue;
+    n += static_cast<float>(V);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      const float d = to_float(p[k].v[j]) - mean;
-      sq += d * d;
+      const float x = to_float(p[k].v[j]);
+      s += kKind == Kind::layer ? x : x * x;
     }
   }
-  return {mean, rsqrtf(G::sum(sq, scratch) / static_cast<float>(dim) + eps)};
+  if constexpr (kKind == Kind::rms) {
+    return s;
+  } else {
+    const float mean = n > 0.0f ? s / n : 0.0f;
+    float m2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (G::template column<V>(k) >= dim) continue;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float d = to_float(p[k].v[j]) - mean;
+        m2 += d * d;
+      }
+    }
+    return Moments{n, mean, m2};
+  }
 }
 
-// Statistics of a row read from memory, one pass per reduction; a block owns the row.
+// Statistics of a row held in registers: one group reduction. scratch: this row's buffer.
+template <Kind kKind, class G, class T, int K, int V>
+__device__ RowStats register_stats(const Pack<T, V> (&p)[K], int dim, float eps, Partial<kKind>* scratch) {
+  return row_stats<kKind>(G::sum(register_partial<kKind, G>(p, dim), scratch), dim, eps);
+}
+
+// Statistics of a row read from memory in one pass and one block reduction. LayerNorm: each pack's
+// Moments (two passes over its registers) merged into the thread's running Moments, so the row is
+// read once here and once more by the caller's write pass (a two-pass mean-then-deviations would
+// read it a third time). scratch: this row's buffer.
 template <Kind kKind, class T, int V>
-__device__ RowStats looped_stats(const T* in, int dim, float eps, float* scratch) {
+__device__ RowStats looped_stats(const T* in, int dim, float eps, Partial<kKind>* scratch) {
   const int step = blockDim.x * V;
-  float mean = 0.0f;
-  if constexpr (kKind == Kind::layer) {
-    float s = 0.0f;
-    for (int c = threadIdx.x * V; c < dim; c += step) {
-      float v[V];
-      load_floats<T, V>(in + c, v);
-#pragma unroll
-      for (int j = 0; j < V; ++j) s += v[j];
-    }
-    mean = block_sum(s, scratch) / static_cast<float>(dim);
-  }
-  float sq = 0.0f;
+  Partial<kKind> part{};
   for (int c = threadIdx.x * V; c < dim; c += step) {
     float v[V];
     load_floats<T, V>(in + c, v);
+    if constexpr (kKind == Kind::layer) {
+      float s = 0.0f, m2 = 0.0f;
 #pragma unroll
-    for (int j = 0; j < V; ++j) sq += (v[j] - mean) * (v[j] - mean);
+      for (int j = 0; j < V; ++j) s += v[j];
+      const float mean = s * (1.0f / static_cast<float>(V));  // V is a power of two: exact
+#pragma unroll
+      for (int j = 0; j < V; ++j) m2 += (v[j] - mean) * (v[j] - mean);
+      part = merge(part, Moments{static_cast<float>(V), mean, m2});
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) part += v[j] * v[j];
+    }
   }
-  return {mean, rsqrtf(block_sum(sq, scratch) / static_cast<float>(dim) + eps)};
+  return row_stats<kKind>(block_sum(part, scratch), dim, eps);
 }
 
 // y = (v - mean) * rstd * weight (+ bias) for one pack at column c, written to out + c.
@@ -205,7 +272,7 @@ __device__ __forceinline__ void write_normalized(float (&v)[V], RowStats s, cons
   if constexpr (kKind == Kind::layer) load_floats<T, V>(bias + c, b);
 #pragma unroll
   for (int j = 0; j < V; ++j) v[j] = (v[j] - s.mean) * s.rstd * w[j] + b[j];
-  store_floats<T, V>(out + c, v);
+  store_pack<T, V>(reinterpret_cast<Pack<T, V>*>(out + c), v);  // one 16-byte store (see store_pack)
 }
 
 template <Kind kKind, class T, int V, int K, bool kWarp>
@@ -213,11 +280,12 @@ __global__ void __launch_bounds__(kWarp ? kWarpRowThreads : 1024)
     forward_regs(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                  T* __restrict__ y, long long rows, int dim, float eps) {
   using G = RowGroup<kWarp>;
-  __shared__ float scratch[32];
-  for (long long row = G::first_row(); row < rows; row += G::row_stride()) {
+  __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see block_sum)
+  int parity = 0;
+  for (long long row = G::first_row(); row < rows; row += G::row_stride(), parity ^= 1) {
     Pack<T, V> p[K];
     load_row<T, V, K>(x + row * dim, dim, [](int k) { return G::template column<V>(k); }, p);
-    const RowStats s = register_stats<kKind, G>(p, dim, eps, scratch);
+    const RowStats s = register_stats<kKind, G>(p, dim, eps, scratch[parity]);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int c = G::template column<V>(k);
@@ -233,11 +301,12 @@ template <Kind kKind, class T, int V>
 __global__ void __launch_bounds__(1024) forward_loop(const T* __restrict__ x, const T* __restrict__ weight,
                                                      const T* __restrict__ bias, T* __restrict__ y, long long rows,
                                                      int dim, float eps) {
-  __shared__ float scratch[32];
+  __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see block_sum)
   const int step = blockDim.x * V;
-  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+  int parity = 0;
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
     const T* in = x + row * dim;
-    const RowStats s = looped_stats<kKind, T, V>(in, dim, eps, scratch);
+    const RowStats s = looped_stats<kKind, T, V>(in, dim, eps, scratch[parity]);
     for (int c = threadIdx.x * V; c < dim; c += step) {
       float v[V];
       load_floats<T, V>(in + c, v);
@@ -505,7 +574,8 @@ __global__ void __launch_bounds__(1024)
     backward_loop(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
                   T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part, long long rows,
                   int dim, float eps) {
-  __shared__ float scratch[32];
+  // One buffer each: a row's two reductions alternate between them (see block_sum).
+  __shared__ Partial<kKind> scratch[32];
   __shared__ float2 scratch2[32];
   const int step = blockDim.x * V;
   float* pw = dw_part + static_cast<long long>(blockIdx.x) * dim;
