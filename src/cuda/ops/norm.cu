@@ -271,8 +271,19 @@ __device__ __forceinline__ void write_normalized(float (&v)[V], RowStats s, cons
   load_floats<T, V>(weight + c, w);
   if constexpr (kKind == Kind::layer) load_floats<T, V>(bias + c, b);
 #pragma unroll
-  for (int j = 0; j < V; ++j) v[j] = (v[j] - s.mean) * s.rstd * w[j] + b[j];
-  store_pack<T, V>(reinterpret_cast<Pack<T, V>*>(out + c), v);  // one 16-byte store (see store_pack)
+  for (int j = 0; j < V; ++j) v[j] = kKind == Kind::layer ? (v[j] - s.mean) * s.rstd * w[j] + b[j] : v[j] * s.rstd * w[j];
+  Pack<T, V> pack;
+#pragma unroll
+  for (int j = 0; j < V; ++j) pack.v[j] = from_float<T>(v[j]);
+  // One 16-byte store by intrinsic: through a Pack, T or uint4 pointer the looping kernel's store
+  // was split into 2- or 4-byte stores (see store_pack).
+  if constexpr (sizeof(pack) == 16) {
+    uint4 words;
+    memcpy(&words, &pack, sizeof(pack));
+    __stwb(reinterpret_cast<uint4*>(out + c), words);
+  } else {
+    *reinterpret_cast<Pack<T, V>*>(out + c) = pack;
+  }
 }
 
 template <Kind kKind, class T, int V, int K, bool kWarp>
