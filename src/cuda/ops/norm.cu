@@ -4,9 +4,10 @@
 // Each thread loads its part of the row once, up to kForwardPacks 16-byte packs kept raw in
 // registers (32 registers whatever the dtype, so a 64-thread block holds a 4096-element bf16
 // row and many blocks share an SM: their loads cover each other's reductions); the statistics
-// are one fp32 group reduction a row over those registers (LayerNorm: each thread's count, mean
-// and sum of squared deviations of its own columns, combined by Chan's merge, so a large common
-// offset does not cancel); the normalised row is written once.
+// are fp32 reductions over those registers with one exchange between warps (one barrier) a row:
+// LayerNorm takes each warp's mean and then its squared deviations from it (two shuffle
+// reductions), and merges the warps' (count, mean, squared deviations) by Chan's formula, so a
+// large common offset does not cancel; the normalised row is written once.
 // x and weight are read once per row (weight from L1/L2 after the first row), y written once.
 // Rows that are too long for registers, or whose length/alignment rules out 16-byte packs, take
 // a looping kernel that reads the row twice (statistics, then the write; the second from L2).
@@ -29,6 +30,7 @@
 // RMSNorm is the LayerNorm computation with the mean fixed at 0 and no bias.
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <type_traits>
 
 #include "cuda/common/convert.cuh"
@@ -107,34 +109,56 @@ __device__ __forceinline__ Moments merge(Moments a, Moments b) {
   return {n, a.mean + delta * f, a.m2 + b.m2 + delta * delta * (a.n * f)};
 }
 
-// The warp's Moments in every lane, with the same bits in every lane: a butterfly whose merges
-// take the lower lane's side first (the sums above need no order: addition is commutative).
+// One butterfly step: v combined with lane (lane ^ offset)'s v, the same bits in both lanes (the
+// sums: addition is commutative; Moments: the merge takes the lower lane's side first).
+__device__ __forceinline__ float xor_step(float v, int offset) { return v + __shfl_xor_sync(kFullMask, v, offset); }
+__device__ __forceinline__ float2 xor_step(float2 v, int offset) {
+  return {v.x + __shfl_xor_sync(kFullMask, v.x, offset), v.y + __shfl_xor_sync(kFullMask, v.y, offset)};
+}
+__device__ __forceinline__ Moments xor_step(Moments v, int offset) {
+  const Moments other = {__shfl_xor_sync(kFullMask, v.n, offset), __shfl_xor_sync(kFullMask, v.mean, offset),
+                         __shfl_xor_sync(kFullMask, v.m2, offset)};
+  const bool upper = threadIdx.x & offset;  // select the operands, then merge once
+  return merge(upper ? other : v, upper ? v : other);
+}
+
 __device__ __forceinline__ Moments warp_sum(Moments v) {
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const Moments other = {__shfl_xor_sync(kFullMask, v.n, offset), __shfl_xor_sync(kFullMask, v.mean, offset),
-                           __shfl_xor_sync(kFullMask, v.m2, offset)};
-    const bool upper = threadIdx.x & offset;  // select the operands, then merge once
-    v = merge(upper ? other : v, upper ? v : other);
-  }
+  for (int offset = 16; offset > 0; offset >>= 1) v = xor_step(v, offset);
   return v;
 }
 
-// The whole block's sum (Moments: merge) in every thread, with the same bits everywhere: warp
-// butterflies, one value a warp into scratch, one barrier, then every warp reduces the <= 32 warp
-// values in the same order. scratch: 32 S of shared memory, one of TWO buffers that consecutive calls
-// alternate between (buffer i & 1 for the block's i-th reduction), which is why no barrier is
-// needed before the write: a thread writes buffer b in reduction i + 2 only after it passed the
-// barrier of reduction i + 1, which no thread reaches before it has finished reading buffer b in
-// reduction i (every thread of the block makes the same reductions in the same order). The
-// other buffer, written by reduction i + 1 meanwhile, is never read by reduction i.
+// The block's sum of its warps' values (v: the same in every lane of a warp) in every thread,
+// with the same bits everywhere: one value a warp into scratch, ONE barrier, then every aligned
+// group of `span` lanes (span: the power of two >= warps) reduces all warps' values by a
+// butterfly of log2(span) steps, the same operations on the same operands in every group.
+// scratch: 32 S of shared memory, one of TWO buffers that consecutive calls alternate between
+// (buffer i & 1 for the block's i-th reduction), which is why no barrier is needed before the
+// write: a thread writes buffer b in reduction i + 2 only after it passed the barrier of
+// reduction i + 1, which no thread reaches before it has finished reading buffer b in reduction i
+// (every thread of the block makes the same reductions in the same order). The other buffer,
+// written by reduction i + 1 meanwhile, is never read by reduction i.
 template <class S>
-__device__ S block_sum(S v, S* scratch) {
+__device__ S sum_over_warps(S v, S* scratch) {
   const int lane = threadIdx.x % 32;
-  v = warp_sum(v);
+  const int warps = static_cast<int>(blockDim.x / 32);
   if (lane == 0) scratch[threadIdx.x / 32] = v;
   __syncthreads();
-  return warp_sum(lane < static_cast<int>(blockDim.x / 32) ? scratch[lane] : S{});
+  int span = 1;
+  while (span < warps) span *= 2;
+  const int w = lane & (span - 1);
+  v = w < warps ? scratch[w] : S{};
+#pragma unroll
+  for (int offset = 1; offset < 32; offset *= 2)
+    if (offset < span) v = xor_step(v, offset);  // the same branch in the whole block
+  return v;
+}
+
+// The whole block's sum (Moments: merge) in every thread, with the same bits everywhere.
+// scratch: as for sum_over_warps.
+template <class S>
+__device__ S block_sum(S v, S* scratch) {
+  return sum_over_warps(warp_sum(v), scratch);
 }
 
 // The threads that own one row in the forward: a warp (kWarp) or the whole block. Pack k of a
@@ -152,11 +176,12 @@ struct RowGroup {
   __device__ static int column(int k) {
     return (rank() + k * size()) * V;
   }
-  // The group's sum in every thread; scratch: this reduction's buffer (see block_sum).
+  // The group's sum of per-warp values (the same in every lane of a warp) in every thread;
+  // scratch: this reduction's buffer (see sum_over_warps).
   template <class S>
-  __device__ static S sum(S v, S* scratch) {
-    if constexpr (kWarp) return warp_sum(v);
-    else return block_sum(v, scratch);
+  __device__ static S sum_warps(S v, S* scratch) {
+    if constexpr (kWarp) return v;
+    else return sum_over_warps(v, scratch);
   }
 };
 
@@ -197,25 +222,29 @@ __device__ __forceinline__ void load_row(const T* in, int dim, Column column, Pa
   }
 }
 
-// This thread's partial of a row held in registers (packs at or past dim are padding). LayerNorm:
-// the Moments of its own columns, by two passes over the registers (mean, then squared deviations).
+// Statistics of a row held in registers, the same bits in every thread of the group: each warp
+// reduces its own columns first (RMSNorm: sum x^2; LayerNorm: two passes over the registers, the
+// warp's mean, then its sum of squared deviations from it: no barrier, and no cancellation of a
+// common offset), then one exchange between the warps (LayerNorm: Chan's merge of the warps'
+// Moments). Packs at or past dim are padding. scratch: this row's buffer (see sum_over_warps).
 template <Kind kKind, class G, class T, int K, int V>
-__device__ __forceinline__ Partial<kKind> register_partial(const Pack<T, V> (&p)[K], int dim) {
-  float s = 0.0f, n = 0.0f;
+__device__ RowStats register_stats(const Pack<T, V> (&p)[K], int dim, float eps, Partial<kKind>* scratch) {
+  float2 s = {0.0f, 0.0f};  // (sum x or x^2, count)
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     if (G::template column<V>(k) >= dim) continue;
-    n += static_cast<float>(V);
+    s.y += static_cast<float>(V);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       const float x = to_float(p[k].v[j]);
-      s += kKind == Kind::layer ? x : x * x;
+      s.x += kKind == Kind::layer ? x : x * x;
     }
   }
   if constexpr (kKind == Kind::rms) {
-    return s;
+    return row_stats<kKind>(G::sum_warps(warp_sum(s.x), scratch), dim, eps);
   } else {
-    const float mean = n > 0.0f ? s / n : 0.0f;
+    s = warp_sum(s);
+    const float mean = s.x / fmaxf(s.y, 1.0f);  // a warp of padding only: the empty Moments
     float m2 = 0.0f;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -226,14 +255,8 @@ __device__ __forceinline__ Partial<kKind> register_partial(const Pack<T, V> (&p)
         m2 += d * d;
       }
     }
-    return Moments{n, mean, m2};
+    return row_stats<kKind>(G::sum_warps(Moments{s.y, mean, warp_sum(m2)}, scratch), dim, eps);
   }
-}
-
-// Statistics of a row held in registers: one group reduction. scratch: this row's buffer.
-template <Kind kKind, class G, class T, int K, int V>
-__device__ RowStats register_stats(const Pack<T, V> (&p)[K], int dim, float eps, Partial<kKind>* scratch) {
-  return row_stats<kKind>(G::sum(register_partial<kKind, G>(p, dim), scratch), dim, eps);
 }
 
 // Statistics of a row read from memory in one pass and one block reduction. LayerNorm: each pack's
@@ -267,11 +290,14 @@ __device__ RowStats looped_stats(const T* in, int dim, float eps, Partial<kKind>
 template <Kind kKind, class T, int V>
 __device__ __forceinline__ void write_normalized(float (&v)[V], RowStats s, const T* weight, const T* bias, T* out,
                                                  int c) {
-  float w[V], b[V] = {};
+  float w[V], b[V];
   load_floats<T, V>(weight + c, w);
   if constexpr (kKind == Kind::layer) load_floats<T, V>(bias + c, b);
 #pragma unroll
-  for (int j = 0; j < V; ++j) v[j] = kKind == Kind::layer ? (v[j] - s.mean) * s.rstd * w[j] + b[j] : v[j] * s.rstd * w[j];
+  for (int j = 0; j < V; ++j) {
+    if constexpr (kKind == Kind::layer) v[j] = (v[j] - s.mean) * s.rstd * w[j] + b[j];
+    else v[j] = v[j] * s.rstd * w[j];  // no fma with a zero bias
+  }
   Pack<T, V> pack;
 #pragma unroll
   for (int j = 0; j < V; ++j) pack.v[j] = from_float<T>(v[j]);
@@ -291,7 +317,7 @@ __global__ void __launch_bounds__(kWarp ? kWarpRowThreads : 1024)
     forward_regs(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                  T* __restrict__ y, long long rows, int dim, float eps) {
   using G = RowGroup<kWarp>;
-  __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see block_sum)
+  __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see sum_over_warps)
   int parity = 0;
   for (long long row = G::first_row(); row < rows; row += G::row_stride(), parity ^= 1) {
     Pack<T, V> p[K];
@@ -312,7 +338,7 @@ template <Kind kKind, class T, int V>
 __global__ void __launch_bounds__(1024) forward_loop(const T* __restrict__ x, const T* __restrict__ weight,
                                                      const T* __restrict__ bias, T* __restrict__ y, long long rows,
                                                      int dim, float eps) {
-  __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see block_sum)
+  __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see sum_over_warps)
   const int step = blockDim.x * V;
   int parity = 0;
   for (long long row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
@@ -585,7 +611,7 @@ __global__ void __launch_bounds__(1024)
     backward_loop(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
                   T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part, long long rows,
                   int dim, float eps) {
-  // One buffer each: a row's two reductions alternate between them (see block_sum).
+  // One buffer each: a row's two reductions alternate between them (see sum_over_warps).
   __shared__ Partial<kKind> scratch[32];
   __shared__ float2 scratch2[32];
   const int step = blockDim.x * V;
