@@ -100,11 +100,13 @@ struct Moments {
 // Chan's parallel merge of the statistics of two disjoint column sets: no sum of squares, so a
 // large common offset does not cancel. The weight f = nb / n is exactly 0 when b is empty and
 // exactly 1 when a is empty, so an empty side leaves the other's bits unchanged (the tail warps
-// and padded threads of a row must not perturb it). Not symmetric in bits: callers order the
-// operands by position (lower lane / warp first) so that both ends of a shuffle get the same bits.
+// and padded threads of a row must not perturb it); otherwise it is the fast reciprocal division
+// (2 ulp: a weight), as the IEEE division's slow-path call made backward_loop spill. Not symmetric
+// in bits: callers order the operands by position (lower lane / warp first) so that both ends of
+// a shuffle get the same bits.
 __device__ __forceinline__ Moments merge(Moments a, Moments b) {
   const float n = a.n + b.n;
-  const float f = b.n / fmaxf(n, 1.0f);
+  const float f = a.n == 0.0f ? 1.0f : __fdividef(b.n, n);  // b empty: 0 * (1 / n) = 0
   const float delta = b.mean - a.mean;
   return {n, a.mean + delta * f, a.m2 + b.m2 + delta * delta * (a.n * f)};
 }
