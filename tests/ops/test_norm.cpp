@@ -4,7 +4,9 @@
 // partial sums of dweight/dbias, and bad arguments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "harness/op_harness.h"
 #include "ignis/ops.h"
@@ -171,6 +173,44 @@ TEST_P(NormOp, ForwardLargeAndOffsetInputs) {
     }
   // A large common offset: LayerNorm's variance must not cancel (two-pass statistics).
   for (std::int64_t dim : {113, 1024, 8192}) check_forward(Norm::layer, impl, 4, dim, 1.0, 1000.0, ++salt);
+}
+
+// LayerNorm rows whose offset and spread change a lot from row to row: row r is offset by
+// (r % 5) * 1000 and scaled by 10^-(r % 3). The CUDA forward combines partial statistics (warps'
+// and threads' Moments, by Chan's merge) and reuses its reduction buffers from row to row: a
+// merge that drops or skews a term, or statistics leaking from one row into another, show here.
+// Row lengths reach the looping kernels (1, 17, 1023: scalar; 40000: packed), warp rows (256) and
+// block rows (4096, 16384). Each row is judged with the tolerance of its own offset / scale.
+TEST_P(NormOp, ForwardRowsOfDifferentScales) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, supported(impl));
+  std::uint64_t salt = 1100;
+  const std::int64_t rows = 15;  // every (r % 5, r % 3) pair once
+  const auto offset = [](std::int64_t r) { return static_cast<double>(r % 5) * 1000.0; };
+  const auto scale = [](std::int64_t r) { return std::pow(10.0, -static_cast<double>(r % 3)); };
+  for (std::int64_t dim : {1, 17, 256, 1023, 4096, 16384, 40000}) {
+    SCOPED_TRACE(testing::Message() << "layernorm " << impl << " dim " << dim);
+    Inputs in = make_inputs(impl, rows, dim, 1.0, 0.0, ++salt);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < dim; ++c) in.x[r * dim + c] = in.x[r * dim + c] * scale(r) + offset(r);
+    in.x = test::quantize(in.x, impl.dtype);
+    Tensor x = test::make_tensor(in.x, {rows, dim}, impl.dtype, impl.device);
+    Tensor w = test::make_tensor(in.weight, {dim}, impl.dtype, impl.device);
+    Tensor b = test::make_tensor(in.bias, {dim}, impl.dtype, impl.device);
+    Tensor y = test::make_poisoned({rows, dim}, impl.dtype, impl.device);
+    layernorm_forward(x, w, b, y, kEps);
+    const std::vector<double> got = test::read_tensor(y);
+    const std::vector<double> ref = ref::layernorm_forward(in.x, in.weight, in.bias, rows, dim, kEps);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const auto row = [&](const std::vector<double>& v) {
+        return std::vector<double>(v.begin() + r * dim, v.begin() + (r + 1) * dim);
+      };
+      const std::vector<double> ref_row = row(ref);
+      EXPECT_TRUE(test::close_to_reference(row(got), ref_row, impl.dtype, test::quantize(ref_row, impl.dtype),
+                                           2e-6 * std::max(1.0, offset(r) / scale(r))))
+          << "row " << r << " offset " << offset(r) << " scale " << scale(r);
+    }
+  }
 }
 
 TEST_P(NormOp, BackwardOddShapes) {

@@ -4,11 +4,13 @@
 // Each thread loads its part of the row once, up to kForwardPacks 16-byte packs kept raw in
 // registers (32 registers whatever the dtype, so a 64-thread block holds a 4096-element bf16
 // row and many blocks share an SM: their loads cover each other's reductions); the statistics
-// are fp32 group reductions over those registers (LayerNorm: the mean, then the squared
-// deviations, so a large common offset does not cancel); the normalised row is written once.
+// are fp32 reductions over those registers with one exchange between warps (one barrier) a row:
+// LayerNorm takes each warp's mean and then its squared deviations from it (two shuffle
+// reductions), and merges the warps' (count, mean, squared deviations) by Chan's formula, so a
+// large common offset does not cancel; the normalised row is written once.
 // x and weight are read once per row (weight from L1/L2 after the first row), y written once.
 // Rows that are too long for registers, or whose length/alignment rules out 16-byte packs, take
-// a looping kernel that reads the row again for each pass (from L2 for the later passes).
+// a looping kernel that reads the row twice (statistics, then the write; the second from L2).
 //
 // Backward (backward_staged): a block owns a group of consecutive rows (about two blocks an SM
 // for the whole tensor) and a thread owns the same few packs of every row. Rows stream through a
@@ -28,6 +30,7 @@
 // RMSNorm is the LayerNorm computation with the mean fixed at 0 and no bias.
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <type_traits>
 
 #include "cuda/common/convert.cuh"
@@ -90,16 +93,78 @@ __device__ __forceinline__ float4 warp_sum(float4 v) {
   return v;
 }
 
-// Sum over the whole block, returned to every thread. scratch: 32 values of shared memory.
+// A LayerNorm row's statistics over some of its columns: their count, their mean and the sum of
+// their squared deviations from that mean. n = 0 (all zero) is the empty set.
+struct Moments {
+  float n;
+  float mean;
+  float m2;
+};
+
+// Chan's parallel merge of the statistics of two disjoint column sets: no sum of squares, so a
+// large common offset does not cancel. The weight f = nb / n is exactly 0 when b is empty and
+// exactly 1 when a is empty, so an empty side leaves the other's bits unchanged (the tail warps
+// and padded threads of a row must not perturb it); otherwise it is the fast reciprocal division
+// (2 ulp: a weight), as the IEEE division's slow-path call made backward_loop spill. Not symmetric
+// in bits: callers order the operands by position (lower lane / warp first) so that both ends of
+// a shuffle get the same bits.
+__device__ __forceinline__ Moments merge(Moments a, Moments b) {
+  const float n = a.n + b.n;
+  const float f = a.n == 0.0f ? 1.0f : __fdividef(b.n, n);  // b empty: 0 * (1 / n) = 0
+  const float delta = b.mean - a.mean;
+  return {n, a.mean + delta * f, a.m2 + b.m2 + delta * delta * (a.n * f)};
+}
+
+// One butterfly step: v combined with lane (lane ^ offset)'s v, the same bits in both lanes (the
+// sums: addition is commutative; Moments: the merge takes the lower lane's side first).
+__device__ __forceinline__ float xor_step(float v, int offset) { return v + __shfl_xor_sync(kFullMask, v, offset); }
+__device__ __forceinline__ float2 xor_step(float2 v, int offset) {
+  return {v.x + __shfl_xor_sync(kFullMask, v.x, offset), v.y + __shfl_xor_sync(kFullMask, v.y, offset)};
+}
+__device__ __forceinline__ Moments xor_step(Moments v, int offset) {
+  const Moments other = {__shfl_xor_sync(kFullMask, v.n, offset), __shfl_xor_sync(kFullMask, v.mean, offset),
+                         __shfl_xor_sync(kFullMask, v.m2, offset)};
+  const bool upper = threadIdx.x & offset;  // select the operands, then merge once
+  return merge(upper ? other : v, upper ? v : other);
+}
+
+__device__ __forceinline__ Moments warp_sum(Moments v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v = xor_step(v, offset);
+  return v;
+}
+
+// The block's sum of its warps' values (v: the same in every lane of a warp) in every thread,
+// with the same bits everywhere: one value a warp into scratch, ONE barrier, then every aligned
+// group of `span` lanes (span: the power of two >= warps) reduces all warps' values by a
+// butterfly of log2(span) steps, the same operations on the same operands in every group.
+// scratch: 32 S of shared memory, one of TWO buffers that consecutive calls alternate between
+// (buffer i & 1 for the block's i-th reduction), which is why no barrier is needed before the
+// write: a thread writes buffer b in reduction i + 2 only after it passed the barrier of
+// reduction i + 1, which no thread reaches before it has finished reading buffer b in reduction i
+// (every thread of the block makes the same reductions in the same order). The other buffer,
+// written by reduction i + 1 meanwhile, is never read by reduction i.
+template <class S>
+__device__ S sum_over_warps(S v, S* scratch) {
+  const int lane = threadIdx.x % 32;
+  const int warps = static_cast<int>(blockDim.x / 32);
+  if (lane == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  int span = 1;
+  while (span < warps) span *= 2;
+  const int w = lane & (span - 1);
+  v = w < warps ? scratch[w] : S{};
+#pragma unroll
+  for (int offset = 1; offset < 32; offset *= 2)
+    if (offset < span) v = xor_step(v, offset);  // the same branch in the whole block
+  return v;
+}
+
+// The whole block's sum (Moments: merge) in every thread, with the same bits everywhere.
+// scratch: as for sum_over_warps.
 template <class S>
 __device__ S block_sum(S v, S* scratch) {
-  v = warp_sum(v);
-  __syncthreads();  // scratch may still be read by the previous reduction
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  v = scratch[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) v = add(v, scratch[w]);
-  return v;
+  return sum_over_warps(warp_sum(v), scratch);
 }
 
 // The threads that own one row in the forward: a warp (kWarp) or the whole block. Pack k of a
@@ -117,10 +182,12 @@ struct RowGroup {
   __device__ static int column(int k) {
     return (rank() + k * size()) * V;
   }
+  // The group's sum of per-warp values (the same in every lane of a warp) in every thread;
+  // scratch: this reduction's buffer (see sum_over_warps).
   template <class S>
-  __device__ static S sum(S v, S* scratch) {
-    if constexpr (kWarp) return warp_sum(v);
-    else return block_sum(v, scratch);
+  __device__ static S sum_warps(S v, S* scratch) {
+    if constexpr (kWarp) return v;
+    else return sum_over_warps(v, scratch);
   }
 };
 
@@ -128,6 +195,17 @@ struct RowStats {
   float mean;  // 0 for RMSNorm
   float rstd;
 };
+
+// What a thread contributes to its row's one reduction: LayerNorm's Moments, RMSNorm's sum x^2.
+template <Kind kKind>
+using Partial = std::conditional_t<kKind == Kind::layer, Moments, float>;
+
+// The row's statistics from the group's reduction of the partials.
+template <Kind kKind>
+__device__ __forceinline__ RowStats row_stats(Partial<kKind> all, int dim, float eps) {
+  if constexpr (kKind == Kind::layer) return {all.mean, rsqrtf(all.m2 / static_cast<float>(dim) + eps)};
+  else return {0.0f, rsqrtf(all / static_cast<float>(dim) + eps)};
+}
 
 template <class T, int V>
 __device__ __forceinline__ void unpack(const Pack<T, V>& p, float (&v)[V]) {
@@ -150,66 +228,94 @@ __device__ __forceinline__ void load_row(const T* in, int dim, Column column, Pa
   }
 }
 
-// Statistics of a row held in registers; columns at or past dim hold zeros.
+// Statistics of a row held in registers, the same bits in every thread of the group: each warp
+// reduces its own columns first (RMSNorm: sum x^2; LayerNorm: two passes over the registers, the
+// warp's mean, then its sum of squared deviations from it: no barrier, and no cancellation of a
+// common offset), then one exchange between the warps (LayerNorm: Chan's merge of the warps'
+// Moments). Packs at or past dim are padding. scratch: this row's buffer (see sum_over_warps).
 template <Kind kKind, class G, class T, int K, int V>
-__device__ RowStats register_stats(const Pack<T, V> (&p)[K], int dim, float eps, float* scratch) {
-  float mean = 0.0f;
-  if constexpr (kKind == Kind::layer) {
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-#pragma unroll
-      for (int j = 0; j < V; ++j) s += to_float(p[k].v[j]);
-    mean = G::sum(s, scratch) / static_cast<float>(dim);
-  }
-  float sq = 0.0f;
+__device__ RowStats register_stats(const Pack<T, V> (&p)[K], int dim, float eps, Partial<kKind>* scratch) {
+  float2 s = {0.0f, 0.0f};  // (sum x or x^2, count)
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    if (G::template column<V>(k) >= dim) continue;  // the zero padding is not part of the row
+    if (G::template column<V>(k) >= dim) continue;
+    s.y += static_cast<float>(V);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      const float d = to_float(p[k].v[j]) - mean;
-      sq += d * d;
+      const float x = to_float(p[k].v[j]);
+      s.x += kKind == Kind::layer ? x : x * x;
     }
   }
-  return {mean, rsqrtf(G::sum(sq, scratch) / static_cast<float>(dim) + eps)};
+  if constexpr (kKind == Kind::rms) {
+    return row_stats<kKind>(G::sum_warps(warp_sum(s.x), scratch), dim, eps);
+  } else {
+    s = warp_sum(s);
+    const float mean = s.x / fmaxf(s.y, 1.0f);  // a warp of padding only: the empty Moments
+    float m2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (G::template column<V>(k) >= dim) continue;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float d = to_float(p[k].v[j]) - mean;
+        m2 += d * d;
+      }
+    }
+    return row_stats<kKind>(G::sum_warps(Moments{s.y, mean, warp_sum(m2)}, scratch), dim, eps);
+  }
 }
 
-// Statistics of a row read from memory, one pass per reduction; a block owns the row.
+// Statistics of a row read from memory in one pass and one block reduction. LayerNorm: each pack's
+// Moments (two passes over its registers) merged into the thread's running Moments, so the row is
+// read once here and once more by the caller's write pass (a two-pass mean-then-deviations would
+// read it a third time). scratch: this row's buffer.
 template <Kind kKind, class T, int V>
-__device__ RowStats looped_stats(const T* in, int dim, float eps, float* scratch) {
+__device__ RowStats looped_stats(const T* in, int dim, float eps, Partial<kKind>* scratch) {
   const int step = blockDim.x * V;
-  float mean = 0.0f;
-  if constexpr (kKind == Kind::layer) {
-    float s = 0.0f;
-    for (int c = threadIdx.x * V; c < dim; c += step) {
-      float v[V];
-      load_floats<T, V>(in + c, v);
-#pragma unroll
-      for (int j = 0; j < V; ++j) s += v[j];
-    }
-    mean = block_sum(s, scratch) / static_cast<float>(dim);
-  }
-  float sq = 0.0f;
+  Partial<kKind> part{};
   for (int c = threadIdx.x * V; c < dim; c += step) {
     float v[V];
     load_floats<T, V>(in + c, v);
+    if constexpr (kKind == Kind::layer) {
+      float s = 0.0f, m2 = 0.0f;
 #pragma unroll
-    for (int j = 0; j < V; ++j) sq += (v[j] - mean) * (v[j] - mean);
+      for (int j = 0; j < V; ++j) s += v[j];
+      const float mean = s * (1.0f / static_cast<float>(V));  // V is a power of two: exact
+#pragma unroll
+      for (int j = 0; j < V; ++j) m2 += (v[j] - mean) * (v[j] - mean);
+      part = merge(part, Moments{static_cast<float>(V), mean, m2});
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) part += v[j] * v[j];
+    }
   }
-  return {mean, rsqrtf(block_sum(sq, scratch) / static_cast<float>(dim) + eps)};
+  return row_stats<kKind>(block_sum(part, scratch), dim, eps);
 }
 
 // y = (v - mean) * rstd * weight (+ bias) for one pack at column c, written to out + c.
 template <Kind kKind, class T, int V>
 __device__ __forceinline__ void write_normalized(float (&v)[V], RowStats s, const T* weight, const T* bias, T* out,
                                                  int c) {
-  float w[V], b[V] = {};
+  float w[V], b[V];
   load_floats<T, V>(weight + c, w);
   if constexpr (kKind == Kind::layer) load_floats<T, V>(bias + c, b);
 #pragma unroll
-  for (int j = 0; j < V; ++j) v[j] = (v[j] - s.mean) * s.rstd * w[j] + b[j];
-  store_floats<T, V>(out + c, v);
+  for (int j = 0; j < V; ++j) {
+    if constexpr (kKind == Kind::layer) v[j] = (v[j] - s.mean) * s.rstd * w[j] + b[j];
+    else v[j] = v[j] * s.rstd * w[j];  // no fma with a zero bias
+  }
+  Pack<T, V> pack;
+#pragma unroll
+  for (int j = 0; j < V; ++j) pack.v[j] = from_float<T>(v[j]);
+  // One 16-byte store by intrinsic: through a Pack, T or uint4 pointer the looping kernel's store
+  // was split into 2- or 4-byte stores (see store_pack).
+  if constexpr (sizeof(pack) == 16) {
+    uint4 words;
+    memcpy(&words, &pack, sizeof(pack));
+    __stwb(reinterpret_cast<uint4*>(out + c), words);
+  } else {
+    *reinterpret_cast<Pack<T, V>*>(out + c) = pack;
+  }
 }
 
 template <Kind kKind, class T, int V, int K, bool kWarp>
@@ -217,11 +323,12 @@ __global__ void __launch_bounds__(kWarp ? kWarpRowThreads : 1024)
     forward_regs(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                  T* __restrict__ y, long long rows, int dim, float eps) {
   using G = RowGroup<kWarp>;
-  __shared__ float scratch[32];
-  for (long long row = G::first_row(); row < rows; row += G::row_stride()) {
+  __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see sum_over_warps)
+  int parity = 0;
+  for (long long row = G::first_row(); row < rows; row += G::row_stride(), parity ^= 1) {
     Pack<T, V> p[K];
     load_row<T, V, K>(x + row * dim, dim, [](int k) { return G::template column<V>(k); }, p);
-    const RowStats s = register_stats<kKind, G>(p, dim, eps, scratch);
+    const RowStats s = register_stats<kKind, G>(p, dim, eps, scratch[parity]);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int c = G::template column<V>(k);
@@ -237,11 +344,12 @@ template <Kind kKind, class T, int V>
 __global__ void __launch_bounds__(1024) forward_loop(const T* __restrict__ x, const T* __restrict__ weight,
                                                      const T* __restrict__ bias, T* __restrict__ y, long long rows,
                                                      int dim, float eps) {
-  __shared__ float scratch[32];
+  __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see sum_over_warps)
   const int step = blockDim.x * V;
-  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+  int parity = 0;
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
     const T* in = x + row * dim;
-    const RowStats s = looped_stats<kKind, T, V>(in, dim, eps, scratch);
+    const RowStats s = looped_stats<kKind, T, V>(in, dim, eps, scratch[parity]);
     for (int c = threadIdx.x * V; c < dim; c += step) {
       float v[V];
       load_floats<T, V>(in + c, v);
@@ -509,7 +617,8 @@ __global__ void __launch_bounds__(1024)
     backward_loop(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
                   T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part, long long rows,
                   int dim, float eps) {
-  __shared__ float scratch[32];
+  // One buffer each: a row's two reductions alternate between them (see sum_over_warps).
+  __shared__ Partial<kKind> scratch[32];
   __shared__ float2 scratch2[32];
   const int step = blockDim.x * V;
   float* pw = dw_part + static_cast<long long>(blockIdx.x) * dim;
