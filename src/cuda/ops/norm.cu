@@ -61,10 +61,6 @@ constexpr long long kStageBytes = 64 * 1024;
 constexpr int kMaxStagedPacks = 4;
 constexpr int kStagedThreads = 512;
 constexpr int kPreferredStagedThreads = 256;
-// Slices a block of kStagedThreads threads holds at 8 columns a thread (16-bit rows of 4096, f32 of
-// 4096 at two packs) take the full block instead, and ptxas keeps them to 64 registers so that two
-// blocks share an SM: 32 warps an SM to hide the row barriers instead of 16.
-constexpr int kNarrowStagedColumns = 8;
 constexpr int kMaxStagedCluster = 8;  // the portable cluster size
 constexpr int kSumSlices = 32;  // row slices of the partial-sum kernel
 constexpr int kSumColumns = 32;  // columns a block of the partial-sum kernel
@@ -431,7 +427,7 @@ __device__ __forceinline__ void wait_copies_but() {
 // group's rows. At the end each block writes its slice of the group's partial row to dw_part /
 // db_part ([groups, dim] fp32), summed over groups in a fixed order by sum_partials.
 template <Kind kKind, class T, int P, int S>
-__global__ void __launch_bounds__(kStagedThreads, P * 16 / sizeof(T) <= kNarrowStagedColumns ? 2 : 1)
+__global__ void __launch_bounds__(kStagedThreads)
     backward_staged(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
                     T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part, long long rows,
                     int dim, float eps, int cluster, long long rows_per_group) {
@@ -844,8 +840,6 @@ StagedPlan plan_staged(long long dim, int v) {
     if (slice * 32 > kStageBytes) continue;  // 16 bytes each of x and dy a pack
     int p = 1;
     while (p < kMaxStagedPacks && slice > static_cast<long long>(p) * kPreferredStagedThreads) p *= 2;
-    const int narrow = kNarrowStagedColumns / v;  // packs a thread at 8 columns
-    if (narrow >= 1 && p > narrow && slice <= static_cast<long long>(narrow) * kStagedThreads) p = narrow;
     const long long threads = ((slice + p - 1) / p + 31) / 32 * 32;
     if (threads > kStagedThreads) continue;
     const int stages = slice * 32 <= kDeepStageBytes ? kDeepStages : kStages;
