@@ -1,7 +1,7 @@
 // Top-p masks of 16-bit logits over a per-row histogram of the 65536 possible values, four kernels:
 //  1. count: every token adds one to the bin of its order key (the 16-bit pattern, ordered as the
-//     values are), through a shared-memory histogram a block;
-//  2. cut (one block a row): the row max is the highest non-empty bin; the weight of a bin is its
+//     values are), through a shared-memory histogram a block, and the row's largest key;
+//  2. cut (one block a row): the weight of a bin is its
 //     count times the fixed-point weight of its value, so one scan from the highest bin finds the
 //     value where the rank-order mass reaches the target, and how many of the tokens of that value
 //     the prefix still needs (ties rank in index order, as the composite order of sampling.cu does);
@@ -33,7 +33,10 @@ constexpr int kMaxRows = 64;  // 48 MB of histograms and masses
 constexpr int kThreads = 256;  // tie-count and mask kernels
 constexpr int kUnroll = 8;     // loads a thread has in flight in the count and mask kernels
 constexpr int kCountThreads = 512;
-constexpr int kCountSlice = 16384;  // tokens a block of the count kernel (16-bit counts)
+// Tokens a block of the count kernel (16-bit counts allow 65535): long slices keep the global
+// atomics few (a bin gets at most one a block), short rows get a few blocks still.
+constexpr int kCountSlice = 16384;
+constexpr int kShortCountSlice = 4096;
 constexpr int kCutThreads = 1024;
 constexpr int kBinsPerThread = kBins / kCutThreads;
 constexpr int kBatch = 8;  // histogram loads a thread of the cut kernel has in flight
@@ -72,16 +75,19 @@ struct MaxU32 {
   __device__ unsigned operator()(unsigned a, unsigned b) const { return a > b ? a : b; }
 };
 
-// A block counts kCountSlice tokens into a shared histogram of 16-bit counts (two a word: a slice
-// cannot carry one count into its neighbour), then adds its non-empty bins to the row's. Long
-// slices keep the global atomics few: a bin gets at most one a block. hist: [rows, kBins], zeroed.
-__global__ void __launch_bounds__(kCountThreads) count_values_kernel(const u16* x, int vocab, unsigned* hist) {
+// A block counts `slice` tokens into a shared histogram of 16-bit counts (two a word: a slice
+// cannot carry one count into its neighbour), then adds its non-empty bins to the row's, and its
+// largest key + 1 to the row's maximum. hist: [rows, kBins], top: [rows], both zeroed.
+__global__ void __launch_bounds__(kCountThreads) count_values_kernel(const u16* x, int vocab, int slice,
+                                                                     unsigned* hist, unsigned* top) {
+  __shared__ unsigned max_scratch[32];
   extern __shared__ uint4 local_words4[];  // [kBins / 2] words
   unsigned* local = reinterpret_cast<unsigned*>(local_words4);
   for (int j = threadIdx.x; j < kBins / 8; j += kCountThreads) local_words4[j] = make_uint4(0, 0, 0, 0);
   __syncthreads();
   const u16* row = x + static_cast<long long>(blockIdx.y) * vocab;
-  const int lo = static_cast<int>(blockIdx.x) * kCountSlice, hi = min(lo + kCountSlice, vocab);
+  const int lo = static_cast<int>(blockIdx.x) * slice, hi = min(lo + slice, vocab);
+  unsigned highest = 0;
   for (int base = lo + static_cast<int>(threadIdx.x); base < hi; base += kCountThreads * kUnroll) {
     u16 v[kUnroll];
 #pragma unroll
@@ -94,9 +100,11 @@ __global__ void __launch_bounds__(kCountThreads) count_values_kernel(const u16* 
       if (base + j * kCountThreads >= hi) continue;
       const unsigned key = order_key16(v[j]);
       atomicAdd(&local[key >> 1], 1u << ((key & 1) * 16));
+      highest = max(highest, key + 1);
     }
   }
-  __syncthreads();
+  highest = block_reduce(highest, MaxU32{}, max_scratch);  // its barriers also order the counts
+  if (threadIdx.x == 0) atomicMax(&top[blockIdx.y], highest);
   unsigned* h = hist + static_cast<long long>(blockIdx.y) * kBins;
   for (int j = threadIdx.x; j < kBins / 8; j += kCountThreads) {
     const uint4 w = local_words4[j];
@@ -116,24 +124,19 @@ __global__ void __launch_bounds__(kCountThreads) count_values_kernel(const u16* 
 // [kBins - (t + 1) * kBinsPerThread, kBins - t * kBinsPerThread), so that an inclusive scan in
 // thread order runs from the highest value down. mass: [rows, kBins] scratch.
 template <class Bits>
-__global__ void __launch_bounds__(kCutThreads) find_cut_kernel(const unsigned* hist, u64* mass_all, RowCut* cuts,
+__global__ void __launch_bounds__(kCutThreads) find_cut_kernel(const unsigned* hist, const unsigned* top_keys,
+                                                               u64* mass_all, RowCut* cuts,
                                                                u64 p_fixed, int bits,
                                                                const __grid_constant__ Table table) {
   __shared__ std::uint64_t table_s[rule::kExpTableSize];
-  __shared__ unsigned max_scratch[32];
   __shared__ u64 scan[32];
   for (int j = threadIdx.x; j < rule::kExpTableSize; j += blockDim.x) table_s[j] = table.entries[j];
   const int row = static_cast<int>(blockIdx.x);
   const unsigned* h = hist + static_cast<long long>(row) * kBins;
   u64* mass = mass_all + static_cast<long long>(row) * kBins;
 
-  unsigned highest = 0;  // key + 1 of the highest non-empty bin; 0: none
-#pragma unroll 8
-  for (int j = 0; j < kBinsPerThread; ++j) {
-    const int bin = j * kCutThreads + static_cast<int>(threadIdx.x);
-    if (h[bin] != 0) highest = static_cast<unsigned>(bin) + 1;
-  }
-  highest = block_reduce(highest, MaxU32{}, max_scratch);  // vocab >= 1: some bin is non-empty
+  __syncthreads();  // table_s
+  const unsigned highest = top_keys[row];  // key + 1 of the row max (vocab >= 1)
   const one_block::Weigh weigh{key_value16<Bits>(highest - 1), rule::kLog2e, bits, table_s};
   // Batches of loads in flight; the weight (~300 instructions) only where a bin has tokens, which
   // is warp-uniform away from the edges of the crowded range (a warp holds 32 neighbouring bins).
@@ -261,14 +264,17 @@ void launch(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out, Stre
   const long long per_row = std::max(1LL, std::min(want, most));
   const int slice = static_cast<int>(ceil_div(ceil_div(vocab, per_row), step) * step);
   const dim3 grid(ceil_div(vocab, slice), static_cast<unsigned>(rows));
-  const dim3 count_grid(ceil_div(vocab, kCountSlice), static_cast<unsigned>(rows));
+  const int count_slice = vocab <= kBins ? kShortCountSlice : kCountSlice;
+  const dim3 count_grid(ceil_div(vocab, count_slice), static_cast<unsigned>(rows));
 
-  const std::size_t hist_bytes = align_up(static_cast<std::size_t>(rows) * kBins * sizeof(unsigned));
+  // The histograms and row maxima first: one memset zeroes both.
+  const std::size_t hist_bytes = align_up(static_cast<std::size_t>(rows) * (kBins + 1) * sizeof(unsigned));
   const std::size_t mass_bytes = align_up(static_cast<std::size_t>(rows) * kBins * sizeof(u64));
   const std::size_t cut_bytes = align_up(static_cast<std::size_t>(rows) * sizeof(RowCut));
   const std::size_t tie_bytes = align_up(static_cast<std::size_t>(rows) * grid.x * sizeof(unsigned));
   Scratch scratch(hist_bytes + mass_bytes + cut_bytes + tie_bytes, stream);
   unsigned* hist = scratch.at<unsigned>(0);
+  unsigned* top = hist + rows * kBins;
   u64* mass = scratch.at<u64>(hist_bytes);
   RowCut* cuts = scratch.at<RowCut>(hist_bytes + mass_bytes);
   unsigned* ties = scratch.at<unsigned>(hist_bytes + mass_bytes + cut_bytes);
@@ -282,10 +288,10 @@ void launch(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out, Stre
   constexpr int kCountSmem = kBins / 2 * sizeof(unsigned);
   IGNIS_CUDA_CHECK(
       cudaFuncSetAttribute(count_values_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kCountSmem));
-  count_values_kernel<<<count_grid, kCountThreads, kCountSmem, to_cuda(stream)>>>(x, n, hist);
+  count_values_kernel<<<count_grid, kCountThreads, kCountSmem, to_cuda(stream)>>>(x, n, count_slice, hist, top);
   IGNIS_CHECK_LAUNCH();
   find_cut_kernel<Bits><<<static_cast<unsigned>(rows), kCutThreads, 0, to_cuda(stream)>>>(
-      hist, mass, cuts, p_fixed, rule::weight_bits(vocab), table);
+      hist, top, mass, cuts, p_fixed, rule::weight_bits(vocab), table);
   IGNIS_CHECK_LAUNCH();
   count_ties_kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(x, n, slice, cuts, ties);
   IGNIS_CHECK_LAUNCH();
