@@ -354,13 +354,6 @@ def input_set_count(bytes_per_call):
     return max(4, math.ceil(3 * l2 / bytes_per_call) + 1)
 
 
-def copy_bandwidth(reps):
-    """torch clone of a 512 MiB tensor: bytes read + written per second."""
-    sets = [(torch.empty(1 << 27, device="cuda", dtype=torch.float32),) for _ in range(4)]
-    ms = device_ms(lambda x: x.clone(), sets, reps, warmup=3)
-    return 2 * sets[0][0].nbytes / (ms * 1e-3) / 1e9
-
-
 def same_size_copy_bandwidth(nbytes, reps):
     """torch clone moving the bytes of a case (half read, half written), rotated past L2 as the
     cases are: what a plain copy reaches at that size, launch and ramp included."""
@@ -405,7 +398,7 @@ def main():
         sys.exit(f"bench_ops: needs a GPU for torch and ignis (ignis: {ignis.cuda_device_summary()})")
 
     torch.manual_seed(0)
-    copy_gbs = copy_bandwidth(args.reps)
+    copy_gbs = same_size_copy_bandwidth(2 << 29, args.reps)  # a 512 MiB tensor cloned
     lines = [
         f"GPU: {ignis.cuda_device_summary()}; torch {torch.__version__}; ignis {ignis.__version__}; "
         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "cuda/common/convert.cuh"
@@ -144,14 +145,21 @@ __device__ __forceinline__ void copy_slice(const P* row, const RowSlice& s, P* c
 // Waits for this thread's copies.
 __device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
-// Stores V floats as one 16-byte pack (through a Pack pointer: through a T pointer the compiler
-// split the bf16 store into 2-byte stores).
+// Stores V floats as one pack into global memory: a 16-byte pack by one st.global.v4 intrinsic
+// (through a T pointer the compiler split bf16 stores into 2-byte stores, and in norm.cu's looping
+// kernel even through a Pack or uint4 pointer).
 template <class T, int V>
 __device__ __forceinline__ void store_pack(Pack<T, V>* dst, const float (&v)[V]) {
   Pack<T, V> pack;
 #pragma unroll
   for (int i = 0; i < V; ++i) pack.v[i] = from_float<T>(v[i]);
-  *dst = pack;
+  if constexpr (sizeof(pack) == 16) {
+    uint4 words;
+    memcpy(&words, &pack, sizeof(pack));
+    __stwb(reinterpret_cast<uint4*>(dst), words);
+  } else {
+    *dst = pack;
+  }
 }
 
 // 2^x in one MUFU instruction (relative error ~2^-22); 2^-inf = 0.

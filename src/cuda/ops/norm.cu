@@ -30,7 +30,6 @@
 // RMSNorm is the LayerNorm computation with the mean fixed at 0 and no bias.
 #include <algorithm>
 #include <climits>
-#include <cstring>
 #include <type_traits>
 
 #include "cuda/common/convert.cuh"
@@ -65,29 +64,15 @@ constexpr int kMaxStagedCluster = 8;  // the portable cluster size
 constexpr int kSumSlices = 32;  // row slices of the partial-sum kernel
 constexpr int kSumColumns = 32;  // columns a block of the partial-sum kernel
 
-__device__ __forceinline__ float add(float a, float b) { return a + b; }
-__device__ __forceinline__ float2 add(float2 a, float2 b) { return {a.x + b.x, a.y + b.y}; }
-__device__ __forceinline__ float4 add(float4 a, float4 b) { return {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w}; }
-
-__device__ __forceinline__ float warp_sum(float v) { return warp_reduce(v, Sum{}); }
-__device__ __forceinline__ float2 warp_sum(float2 v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    v.x += __shfl_xor_sync(kFullMask, v.x, offset);
-    v.y += __shfl_xor_sync(kFullMask, v.y, offset);
+// Component-wise sums, for cluster_reduce and the looping backward's per-pack sums.
+struct Add {
+  template <class S>
+  __device__ S operator()(S a, S b) const {
+    if constexpr (std::is_same_v<S, float>) return a + b;
+    else if constexpr (std::is_same_v<S, float2>) return {a.x + b.x, a.y + b.y};
+    else return {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w};
   }
-  return v;
-}
-__device__ __forceinline__ float4 warp_sum(float4 v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    v.x += __shfl_xor_sync(kFullMask, v.x, offset);
-    v.y += __shfl_xor_sync(kFullMask, v.y, offset);
-    v.z += __shfl_xor_sync(kFullMask, v.z, offset);
-    v.w += __shfl_xor_sync(kFullMask, v.w, offset);
-  }
-  return v;
-}
+};
 
 // A LayerNorm row's statistics over some of its columns: their count, their mean and the sum of
 // their squared deviations from that mean. n = 0 (all zero) is the empty set.
@@ -114,8 +99,9 @@ __device__ __forceinline__ Moments merge(Moments a, Moments b) {
 // One butterfly step: v combined with lane (lane ^ offset)'s v, the same bits in both lanes (the
 // sums: addition is commutative; Moments: the merge takes the lower lane's side first).
 __device__ __forceinline__ float xor_step(float v, int offset) { return v + __shfl_xor_sync(kFullMask, v, offset); }
-__device__ __forceinline__ float2 xor_step(float2 v, int offset) {
-  return {v.x + __shfl_xor_sync(kFullMask, v.x, offset), v.y + __shfl_xor_sync(kFullMask, v.y, offset)};
+__device__ __forceinline__ float2 xor_step(float2 v, int offset) { return {xor_step(v.x, offset), xor_step(v.y, offset)}; }
+__device__ __forceinline__ float4 xor_step(float4 v, int offset) {
+  return {xor_step(v.x, offset), xor_step(v.y, offset), xor_step(v.z, offset), xor_step(v.w, offset)};
 }
 __device__ __forceinline__ Moments xor_step(Moments v, int offset) {
   const Moments other = {__shfl_xor_sync(kFullMask, v.n, offset), __shfl_xor_sync(kFullMask, v.mean, offset),
@@ -124,7 +110,9 @@ __device__ __forceinline__ Moments xor_step(Moments v, int offset) {
   return merge(upper ? other : v, upper ? v : other);
 }
 
-__device__ __forceinline__ Moments warp_sum(Moments v) {
+// The warp's sum (Moments: merge) in every lane, the same bits in every lane.
+template <class S>
+__device__ __forceinline__ S warp_sum(S v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v = xor_step(v, offset);
   return v;
@@ -300,18 +288,7 @@ __device__ __forceinline__ void write_normalized(float (&v)[V], RowStats s, cons
     if constexpr (kKind == Kind::layer) v[j] = (v[j] - s.mean) * s.rstd * w[j] + b[j];
     else v[j] = v[j] * s.rstd * w[j];  // no fma with a zero bias
   }
-  Pack<T, V> pack;
-#pragma unroll
-  for (int j = 0; j < V; ++j) pack.v[j] = from_float<T>(v[j]);
-  // One 16-byte store by intrinsic: through a Pack, T or uint4 pointer the looping kernel's store
-  // was split into 2- or 4-byte stores (see store_pack).
-  if constexpr (sizeof(pack) == 16) {
-    uint4 words;
-    memcpy(&words, &pack, sizeof(pack));
-    __stwb(reinterpret_cast<uint4*>(out + c), words);
-  } else {
-    *reinterpret_cast<Pack<T, V>*>(out + c) = pack;
-  }
+  store_pack(reinterpret_cast<Pack<T, V>*>(out + c), v);
 }
 
 template <Kind kKind, class T, int V, int K, bool kWarp>
@@ -385,17 +362,11 @@ __device__ __forceinline__ void write_dx(const float (&xh)[V], const float (&gv)
   store_floats<T, V>(out + c, d);
 }
 
-struct Add {
-  template <class S>
-  __device__ __forceinline__ S operator()(S a, S b) const {
-    return add(a, b);
-  }
-};
-
-// Sum over the row's block (and cluster), the same bits in every thread: a warp butterfly (the
-// same bits in every lane, addition being commutative), every warp then reduces the warp sums
-// in the same order, and cluster_reduce adds the blocks in rank order. scratch: 32 S of shared
-// memory that no thread reads after the caller's previous barrier; slot: one S.
+// Sum over the row's block (and cluster), the same bits in every thread: a warp butterfly, every
+// warp then reduces the warp sums by a full 32-lane butterfly (lanes past the warps add zeros), and
+// cluster_reduce adds the blocks in rank order. Not block_sum: its butterfly of log2(warps) steps
+// behind a runtime test made LayerNorm backward 3-6 points of copy slower (H200, 14:16 UTC).
+// scratch: 32 S that no thread reads after the caller's previous barrier; slot: one S.
 template <class S>
 __device__ S staged_sum(S v, S* scratch, S* slot, int cluster) {
   const int lane = threadIdx.x % 32;
@@ -634,7 +605,7 @@ __global__ void __launch_bounds__(1024)
       float xv[V], gv[V], dw[V] = {}, db[V] = {};
       load_floats<T, V>(xr + c, xv);
       load_floats<T, V>(gr + c, gv);
-      sums = add(sums, backward_pack<kKind, T, V>(xv, gv, s, weight, c, dw, db));
+      sums = Add{}(sums, backward_pack<kKind, T, V>(xv, gv, s, weight, c, dw, db));
     }
     sums = block_sum(sums, scratch2);
     const float2 means = {sums.x / static_cast<float>(dim), sums.y / static_cast<float>(dim)};

@@ -205,13 +205,16 @@ template <class Bits>
 __global__ void __launch_bounds__(kThreads) mask_kernel(const u16* x, u16* y, int vocab, int slice,
                                                         const RowCut* cuts, const unsigned* ties) {
   __shared__ unsigned warp_ties[kThreads / 32];
+  __shared__ unsigned scratch[32];
   const long long offset = static_cast<long long>(blockIdx.y) * vocab;
   const RowCut cut = cuts[blockIdx.y];
   const int lo = static_cast<int>(blockIdx.x) * slice, hi = min(lo + slice, vocab);
-  // Ties of the cut value before this slice, and in it (the same in every thread).
-  unsigned before = 0;
+  // Ties of the cut value before this slice (summed by the block, the slices spread over its
+  // threads), and in it: the same in every thread.
   const unsigned* row_ties = ties + static_cast<long long>(blockIdx.y) * gridDim.x;
-  for (unsigned b = 0; b < blockIdx.x; ++b) before += row_ties[b];
+  unsigned before = 0;
+  for (unsigned b = threadIdx.x; b < blockIdx.x; b += blockDim.x) before += row_ties[b];
+  before = block_reduce(before, Sum{}, scratch);
   const unsigned mine = row_ties[blockIdx.x];
   const auto keep = [&](unsigned key, bool tie_kept) {
     return cut.keep_all || key > cut.key || (key == cut.key && tie_kept);
