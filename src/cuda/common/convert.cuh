@@ -5,6 +5,8 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 namespace ignis::cuda {
 
@@ -30,11 +32,29 @@ struct alignas(sizeof(T) * V) Pack {
   T v[V];
 };
 
+// A pack's elements as floats. bf16 pairs convert by 32-bit word: the low element is the word
+// shifted up, the high one the word with its low half cleared (one instruction each; element by
+// element the compiler extracts the high half first, two instructions). The pack is taken by value:
+// one 16-byte load where the caller passes memory (by reference the words were loaded one by one).
+template <class T, int V>
+__device__ __forceinline__ void to_floats(const Pack<T, V> pack, float (&dst)[V]) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16> && V % 2 == 0) {
+#pragma unroll
+    for (int i = 0; i < V; i += 2) {
+      std::uint32_t word;
+      memcpy(&word, &pack.v[i], sizeof(word));
+      dst[i] = __uint_as_float(word << 16);
+      dst[i + 1] = __uint_as_float(word & 0xffff0000u);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) dst[i] = to_float(pack.v[i]);
+  }
+}
+
 template <class T, int V>
 __device__ __forceinline__ void load_floats(const T* src, float (&dst)[V]) {
-  const Pack<T, V> pack = *reinterpret_cast<const Pack<T, V>*>(src);
-#pragma unroll
-  for (int i = 0; i < V; ++i) dst[i] = to_float(pack.v[i]);
+  to_floats(*reinterpret_cast<const Pack<T, V>*>(src), dst);
 }
 
 template <class T, int V>

@@ -23,8 +23,9 @@
 // (sum x^2 and sum g x); LayerNorm rows of 16 columns a thread or fewer take one reduction too,
 // of sums shifted by the previous row's mean, unless that would cancel (see kShifted).
 // dweight = sum over rows of dy * xhat and dbias = sum of dy stay in fp32 registers over the
-// group's rows, are written as one partial row per group into a [groups, dim] workspace, and are
-// summed over groups in a fixed order by a second kernel: no atomics,
+// group's rows, are written as one partial row per group into a [groups, dim] workspace (whole-row
+// blocks run in clusters of up to 8 and add their rows through distributed shared memory first,
+// so one partial row a cluster), and are summed over groups in a fixed order by a second kernel: no atomics,
 // deterministic. Rows longer than one block's slice are split over a cluster, whose reductions
 // go through distributed shared memory; unaligned or longer rows take a looping kernel.
 // RMSNorm is the LayerNorm computation with the mean fixed at 0 and no bias.
@@ -100,9 +101,6 @@ __device__ __forceinline__ Moments merge(Moments a, Moments b) {
 // sums: addition is commutative; Moments: the merge takes the lower lane's side first).
 __device__ __forceinline__ float xor_step(float v, int offset) { return v + __shfl_xor_sync(kFullMask, v, offset); }
 __device__ __forceinline__ float2 xor_step(float2 v, int offset) { return {xor_step(v.x, offset), xor_step(v.y, offset)}; }
-__device__ __forceinline__ float4 xor_step(float4 v, int offset) {
-  return {xor_step(v.x, offset), xor_step(v.y, offset), xor_step(v.z, offset), xor_step(v.w, offset)};
-}
 __device__ __forceinline__ Moments xor_step(Moments v, int offset) {
   const Moments other = {__shfl_xor_sync(kFullMask, v.n, offset), __shfl_xor_sync(kFullMask, v.mean, offset),
                          __shfl_xor_sync(kFullMask, v.m2, offset)};
@@ -191,12 +189,6 @@ __device__ __forceinline__ RowStats row_stats(Partial<kKind> all, int dim, float
   else return {0.0f, rsqrtf(all / static_cast<float>(dim) + eps)};
 }
 
-template <class T, int V>
-__device__ __forceinline__ void unpack(const Pack<T, V>& p, float (&v)[V]) {
-#pragma unroll
-  for (int j = 0; j < V; ++j) v[j] = to_float(p.v[j]);
-}
-
 // Loads the packs of one row at columns column(k), zeros past dim.
 template <class T, int V, int K, class Column>
 __device__ __forceinline__ void load_row(const T* in, int dim, Column column, Pack<T, V> (&p)[K]) {
@@ -224,11 +216,10 @@ __device__ RowStats register_stats(const Pack<T, V> (&p)[K], int dim, float eps,
   for (int k = 0; k < K; ++k) {
     if (G::template column<V>(k) >= dim) continue;
     s.y += static_cast<float>(V);
+    float v[V];
+    to_floats(p[k], v);
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
-      const float x = to_float(p[k].v[j]);
-      s.x += kKind == Kind::layer ? x : x * x;
-    }
+    for (int j = 0; j < V; ++j) s.x += kKind == Kind::layer ? v[j] : v[j] * v[j];
   }
   if constexpr (kKind == Kind::rms) {
     return row_stats<kKind>(G::sum_warps(warp_sum(s.x), scratch), dim, eps);
@@ -239,11 +230,10 @@ __device__ RowStats register_stats(const Pack<T, V> (&p)[K], int dim, float eps,
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       if (G::template column<V>(k) >= dim) continue;
+      float v[V];
+      to_floats(p[k], v);
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const float d = to_float(p[k].v[j]) - mean;
-        m2 += d * d;
-      }
+      for (int j = 0; j < V; ++j) m2 += (v[j] - mean) * (v[j] - mean);
     }
     return row_stats<kKind>(G::sum_warps(Moments{s.y, mean, warp_sum(m2)}, scratch), dim, eps);
   }
@@ -307,7 +297,7 @@ __global__ void __launch_bounds__(kWarp ? kWarpRowThreads : 1024)
       const int c = G::template column<V>(k);
       if (c >= dim) continue;
       float v[V];
-      unpack(p[k], v);
+      to_floats(p[k], v);
       write_normalized<kKind, T, V>(v, s, weight, bias, y + row * dim, c);
     }
   }
@@ -366,14 +356,62 @@ __device__ __forceinline__ void write_dx(const float (&xh)[V], const float (&gv)
 // warp then reduces the warp sums by a full 32-lane butterfly (lanes past the warps add zeros), and
 // cluster_reduce adds the blocks in rank order. Not block_sum: its butterfly of log2(warps) steps
 // behind a runtime test made LayerNorm backward 3-6 points of copy slower (H200, 14:16 UTC).
-// scratch: 32 S that no thread reads after the caller's previous barrier; slot: one S.
-template <class S>
-__device__ S staged_sum(S v, S* scratch, S* slot, int cluster) {
+// scratch: 32 floats that no thread reads after the caller's previous barrier; slot: one float.
+__device__ float staged_sum(float v, float* scratch, float* slot, int cluster) {
   const int lane = threadIdx.x % 32;
   v = warp_sum(v);
   if (lane == 0) scratch[threadIdx.x / 32] = v;
   __syncthreads();
-  v = warp_sum(lane < static_cast<int>(blockDim.x / 32) ? scratch[lane] : S{});
+  v = warp_sum(lane < static_cast<int>(blockDim.x / 32) ? scratch[lane] : 0.0f);
+  if (cluster > 1) v = cluster_reduce(v, Add{}, slot);
+  return v;
+}
+
+// The float2 and float4 sums as a reduce-scatter: the first butterfly steps halve the components a
+// lane carries (lane group c = lane / (32 / components) ends with component c), so a warp's float4
+// takes 6 shuffles instead of 20; the warps' sums of component c (at most 16 warps) are then added
+// by lane group c and broadcast from its first lane. Every addition is commutative between the two
+// lanes that make it, so a group's lanes hold the same bits, and every thread gets them.
+// scratch: 64 floats (as 16 float4) that no thread reads after the caller's previous barrier.
+__device__ __forceinline__ float2 scatter_halves(float2 v, int offset) {
+  const bool upper = threadIdx.x & offset;
+  return {upper ? v.y : v.x, upper ? v.x : v.y};  // (kept, given)
+}
+
+__device__ float2 staged_sum(float2 v, float2* scratch, float2* slot, int cluster) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = static_cast<int>(blockDim.x / 32);
+  const float2 split = scatter_halves(v, 16);
+  float part = split.x + __shfl_xor_sync(kFullMask, split.y, 16);
+  for (int offset = 8; offset > 0; offset >>= 1) part = xor_step(part, offset);
+  float* sums = reinterpret_cast<float*>(scratch);  // [2][16]
+  if (lane % 16 == 0) sums[(lane / 16) * 16 + warp] = part;
+  __syncthreads();
+  const int w = lane % 16;
+  part = w < warps ? sums[(lane / 16) * 16 + w] : 0.0f;
+  for (int offset = 8; offset > 0; offset >>= 1) part = xor_step(part, offset);
+  v = {__shfl_sync(kFullMask, part, 0), __shfl_sync(kFullMask, part, 16)};
+  if (cluster > 1) v = cluster_reduce(v, Add{}, slot);
+  return v;
+}
+
+__device__ float4 staged_sum(float4 v, float4* scratch, float4* slot, int cluster) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = static_cast<int>(blockDim.x / 32);
+  const bool upper = lane & 16;
+  const float2 kept = upper ? make_float2(v.z, v.w) : make_float2(v.x, v.y);
+  const float2 given = upper ? make_float2(v.x, v.y) : make_float2(v.z, v.w);
+  const float2 pair = {kept.x + __shfl_xor_sync(kFullMask, given.x, 16),
+                       kept.y + __shfl_xor_sync(kFullMask, given.y, 16)};
+  const float2 split = scatter_halves(pair, 8);
+  float part = split.x + __shfl_xor_sync(kFullMask, split.y, 8);
+  for (int offset = 4; offset > 0; offset >>= 1) part = xor_step(part, offset);
+  float* sums = reinterpret_cast<float*>(scratch);  // [4][16]
+  if (lane % 8 == 0) sums[(lane / 8) * 16 + warp] = part;
+  __syncthreads();
+  const int w = lane % 8;
+  part = (w < warps ? sums[(lane / 8) * 16 + w] : 0.0f) + (w + 8 < warps ? sums[(lane / 8) * 16 + w + 8] : 0.0f);
+  for (int offset = 4; offset > 0; offset >>= 1) part = xor_step(part, offset);
+  v = {__shfl_sync(kFullMask, part, 0), __shfl_sync(kFullMask, part, 8), __shfl_sync(kFullMask, part, 16),
+       __shfl_sync(kFullMask, part, 24)};
   if (cluster > 1) v = cluster_reduce(v, Add{}, slot);
   return v;
 }
@@ -389,6 +427,52 @@ __device__ __forceinline__ void wait_copies_but() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// The partial sums of the `merge` blocks of a cluster (each with its own rows, whole rows a
+// block: count = packs, first = 0) added through distributed shared memory into one partial row:
+// each block puts its dweight (and dbias) row into its own shared memory, and block r adds part r
+// of the rows over the blocks in rank order (the same bits whatever the timing) and writes it to
+// row blockIdx.x / merge of dw_part / db_part. merge times fewer partial rows to write and to
+// read back. smem: the block's stages, at least 2 * dim floats (a stage holds dim x and dy).
+template <Kind kKind, int P, int V>
+__device__ void merge_partials(const float (&dw)[P][V], const float (&db)[P][V], unsigned char* smem,
+                               float* __restrict__ dw_part, float* __restrict__ db_part, int dim, int merge) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
+  float* mine = reinterpret_cast<float*>(smem);  // [sums][dim]
+  wait_copies_but<0>();
+  __syncthreads();  // other threads may still read their last row's stage
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int k = tid + p * threads;
+    if (k * V >= dim) continue;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      mine[k * V + j] = dw[p][j];
+      if constexpr (kKind == Kind::layer) mine[dim + k * V + j] = db[p][j];
+    }
+  }
+  cluster.sync();
+  constexpr int kSums = kKind == Kind::layer ? 2 : 1;
+  const int quads = kSums * dim / 4;
+  const int part = (quads + merge - 1) / merge;
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int end = min(quads, (rank + 1) * part);
+  const long long row = static_cast<long long>(blockIdx.x / merge) * dim;
+  for (int q = rank * part + tid; q < end; q += threads) {
+    float4* local = reinterpret_cast<float4*>(mine) + q;
+    float4 sum = *cluster.map_shared_rank(local, 0);
+    for (int r = 1; r < merge; ++r) sum = Add{}(sum, *cluster.map_shared_rank(local, r));
+    const int c = 4 * q;
+    float* out = c < dim ? dw_part + row + c : db_part + row + (c - dim);
+    *reinterpret_cast<float4*>(out) = sum;
+  }
+  cluster.sync();  // the other blocks may still be reading this block's row
+#else
+  __trap();
+#endif
+}
+
 // The backward of rows cached in shared memory. A group of rows (rows_per_group consecutive rows)
 // belongs to one block, or to a cluster of `cluster` blocks each holding a slice of the columns.
 // Thread t of a block owns packs t, t + blockDim.x, ... (P of them) of the block's slice in every
@@ -396,20 +480,22 @@ __device__ __forceinline__ void wait_copies_but() {
 // DRAM stays busy through the reductions and barriers), reads only those packs back (no barrier
 // is needed for the copies), and keeps its columns' dweight/dbias sums in registers over the
 // group's rows. At the end each block writes its slice of the group's partial row to dw_part /
-// db_part ([groups, dim] fp32), summed over groups in a fixed order by sum_partials.
+// db_part ([groups, dim] fp32), summed over groups in a fixed order by sum_partials; with
+// merge > 1 (whole-row blocks launched in clusters of merge) the cluster's blocks add their rows
+// first (merge_partials) and the parts are [groups / merge, dim].
 template <Kind kKind, class T, int P, int S>
 __global__ void __launch_bounds__(kStagedThreads)
     backward_staged(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
                     T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part, long long rows,
-                    int dim, float eps, int cluster, long long rows_per_group) {
+                    int dim, float eps, int cluster, long long rows_per_group, int merge) {
   constexpr int V = 16 / sizeof(T);
   using PackT = Pack<T, V>;
   extern __shared__ __align__(16) unsigned char staged_smem[];  // [S][x, dy][slice] packs
   // The row's reductions alternate buffers between rows: float2 for RMSNorm (and LayerNorm's
   // two-pass fallback), float4 for LayerNorm; float: LayerNorm's mean where it goes first.
   __shared__ float scratch1[32];
-  __shared__ float2 scratch2[2][32];
-  __shared__ float4 scratch4[2][32];
+  __shared__ float2 scratch2[2][16];
+  __shared__ float4 scratch4[2][16];
   __shared__ float slot1;
   __shared__ float2 slot2;
   __shared__ float4 slot4;
@@ -426,12 +512,14 @@ __global__ void __launch_bounds__(kStagedThreads)
   const PackT* xg = reinterpret_cast<const PackT*>(x);
   const PackT* gg = reinterpret_cast<const PackT*>(dy);
 
-  // Row i of the group into stage i % S; one commit per call, empty past the group's end, so
-  // that wait_copies_but<S - 1> always means "row i has landed".
+  // Row i of the group into stage i % S (counted, not divided: a 64-bit modulo was ~20
+  // instructions a row); one commit per call, empty past the group's end, so that
+  // wait_copies_but<S - 1> always means "row i has landed".
+  int fill_stage = 0;
   const auto copy_row = [&](long long i) {
     if (i < n) {
       const long long base = (row0 + i) * packs + first;
-      PackT* stage = cache + (i % S) * 2 * slice;
+      PackT* stage = cache + fill_stage * 2 * slice;
 #pragma unroll
       for (int p = 0; p < P; ++p) {
         const int k = tid + p * threads;
@@ -442,6 +530,7 @@ __global__ void __launch_bounds__(kStagedThreads)
       }
     }
     commit_copies();
+    fill_stage = fill_stage + 1 == S ? 0 : fill_stage + 1;
   };
   for (int i = 0; i < S - 1; ++i) copy_row(i);
 
@@ -456,7 +545,7 @@ __global__ void __launch_bounds__(kStagedThreads)
     const int k = tid + p * threads;
     if (k >= count) continue;
     w[p] = reinterpret_cast<const PackT*>(weight)[first + k];
-    if constexpr (kFloatWeight) unpack(w[p], wf[p]);
+    if constexpr (kFloatWeight) to_floats(w[p], wf[p]);
   }
   const auto weight_at = [&](int p, int j) {
     if constexpr (kFloatWeight) return wf[p][j];
@@ -473,11 +562,13 @@ __global__ void __launch_bounds__(kStagedThreads)
   constexpr bool kShifted = kKind == Kind::layer && P * V <= 16;
   float shift = 0.0f;
 
+  int read_stage = 0;
   for (long long i = 0; i < n; ++i) {
     // The stage written here was last read by this thread itself, in row i - 1.
     copy_row(i + S - 1);
     wait_copies_but<S - 1>();
-    const PackT* xs = cache + (i % S) * 2 * slice;
+    const PackT* xs = cache + read_stage * 2 * slice;
+    read_stage = read_stage + 1 == S ? 0 : read_stage + 1;
     const PackT* gs = xs + slice;
 
     if constexpr (kKind == Kind::layer && !kShifted) {
@@ -486,9 +577,10 @@ __global__ void __launch_bounds__(kStagedThreads)
       for (int p = 0; p < P; ++p) {
         const int k = tid + p * threads;
         if (k >= count) continue;
-        const PackT a = xs[k];
+        float xv[V];
+        to_floats(xs[k], xv);
 #pragma unroll
-        for (int j = 0; j < V; ++j) s += to_float(a.v[j]);
+        for (int j = 0; j < V; ++j) s += xv[j];
       }
       shift = staged_sum(s, scratch1, &slot1, cluster) * inv_dim;
     }
@@ -498,9 +590,11 @@ __global__ void __launch_bounds__(kStagedThreads)
       for (int p = 0; p < P; ++p) {
         const int k = tid + p * threads;
         if (k >= count) continue;
-        const PackT a = xs[k], b = gs[k];
+        float xv[V], gv[V];
+        to_floats(xs[k], xv);
+        to_floats(gs[k], gv);
 #pragma unroll
-        for (int j = 0; j < V; ++j) f(to_float(a.v[j]), to_float(b.v[j]) * weight_at(p, j));
+        for (int j = 0; j < V; ++j) f(xv[j], gv[j] * weight_at(p, j));
       }
     };
     // (sum d, sum d^2, sum g, sum g d); RMSNorm: d = x.
@@ -545,12 +639,13 @@ __global__ void __launch_bounds__(kStagedThreads)
     for (int p = 0; p < P; ++p) {
       const int k = tid + p * threads;
       if (k >= count) continue;
-      const PackT a = xs[k], b = gs[k];
-      float d[V];
+      float xv[V], gv[V], d[V];
+      to_floats(xs[k], xv);
+      to_floats(gs[k], gv);
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        const float xhat = (to_float(a.v[j]) - mean) * rstd;
-        const float gy = to_float(b.v[j]);
+        const float xhat = (xv[j] - mean) * rstd;
+        const float gy = gv[j];
         d[j] = rstd * (gy * weight_at(p, j) - mean_g - xhat * mean_gx);
         dw[p][j] += gy * xhat;
         if constexpr (kKind == Kind::layer) db[p][j] += gy;
@@ -559,6 +654,10 @@ __global__ void __launch_bounds__(kStagedThreads)
     }
   }
 
+  if (merge > 1) {
+    merge_partials<kKind, P, V>(dw, db, staged_smem, dw_part, db_part, dim, merge);
+    return;
+  }
   float* pw = dw_part + group * dim;
   float* pb = kKind == Kind::layer ? db_part + group * dim : nullptr;
 #pragma unroll
@@ -840,7 +939,7 @@ long long resident_groups(Kernel kernel, const StagedPlan& plan, cudaStream_t s)
 
 template <class T>
 using BackwardKernel = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float, int,
-                                long long);
+                                long long, int);
 template <class T>
 using LoopBackward = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float);
 
@@ -888,17 +987,27 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   if (resident <= 0) return false;
   const long long max_groups = std::min({rows, resident, std::max(1LL, 2LL * sm_count() / plan.cluster)});
   const long long rows_per_group = (rows + max_groups - 1) / max_groups;
-  const long long groups = (rows + rows_per_group - 1) / rows_per_group;  // each with at least one row
+  long long groups = (rows + rows_per_group - 1) / rows_per_group;  // each with at least one row
+  // Whole-row blocks add their partial rows in clusters of `merge` (see merge_partials) when
+  // clusters that size keep all the groups resident; the last cluster's spare blocks have no rows.
+  int merge = plan.cluster == 1 ? kMaxStagedCluster : 1;
+  for (; merge > 1; merge /= 2) {
+    const StagedPlan merged{merge, plan.threads, plan.packs, plan.smem, plan.stages};
+    if (groups >= 2 * merge && resident_groups(kernel, merged, s) * merge >= ceil_div(groups, merge) * merge) break;
+  }
+  groups = ceil_div(groups, merge) * merge;
+  const long long parts = groups / merge;
   const long long sums = kKind == Kind::layer ? 2 : 1;
-  Workspace partial(static_cast<std::size_t>(sums * groups * dim) * sizeof(float), s);
+  Workspace partial(static_cast<std::size_t>(sums * parts * dim) * sizeof(float), s);
   float* dw_part = partial.floats();
-  float* db_part = kKind == Kind::layer ? dw_part + groups * dim : nullptr;
-  const RowPlan launch{plan.cluster, plan.threads, plan.smem};
-  if (!launch_rows(kernel, launch, groups, Stream{static_cast<void*>(s)}, xp, wp, gp, dxp, dw_part, db_part, rows, static_cast<int>(dim),
-                   eps, plan.cluster, rows_per_group))
+  float* db_part = kKind == Kind::layer ? dw_part + parts * dim : nullptr;
+  const int launch_cluster = plan.cluster * merge;  // one of the two is 1
+  const RowPlan launch{launch_cluster, plan.threads, plan.smem};
+  if (!launch_rows(kernel, launch, groups / merge, Stream{static_cast<void*>(s)}, xp, wp, gp, dxp, dw_part, db_part,
+                   rows, static_cast<int>(dim), eps, plan.cluster, rows_per_group, merge))
     return false;
   IGNIS_CHECK_LAUNCH();
-  sum_partials_into(dw_part, db_part, groups, dim, dweight, dbias, s);
+  sum_partials_into(dw_part, db_part, parts, dim, dweight, dbias, s);
   return true;
 }
 

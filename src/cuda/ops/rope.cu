@@ -56,12 +56,6 @@ __device__ __forceinline__ void load_raw(const T* src, Pack<T, N>& dst) {
   }
 }
 
-template <class T, int N>
-__device__ __forceinline__ void to_floats(const Pack<T, N>& p, float (&dst)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) dst[i] = to_float(p.v[i]);
-}
-
 template <class T, bool kVec>
 constexpr int kElems = kVec ? 16 / static_cast<int>(sizeof(T)) : 1;  // elements per access
 template <class T, bool kInterleaved, bool kVec>
