@@ -14,9 +14,10 @@
 //
 // Backward (backward_staged): a block owns a group of consecutive rows (about two blocks an SM
 // for the whole tensor) and a thread owns the same few packs of every row. Rows stream through a
-// ring of shared-memory stages filled with cp.async, two rows ahead, so loads stay in flight
-// through the reductions whatever the registers (which hold only the weight and the sums). Each
-// row recomputes its statistics from x (no saved rstd), then
+// ring of shared-memory stages (sm_90: bulk copies by the copy engine; else cp.async) filled two or
+// more rows ahead (RowStages), so loads stay in flight through the reductions whatever the
+// registers (which hold only the weight and the sums). Each row recomputes its statistics from
+// x (no saved rstd), then
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight (RMSNorm: no mean(g)
 // term and mean 0). LayerNorm takes two reductions a row (sum x; then sum (x - mean)^2, sum g and
 // sum g (x - mean) together, mean(g * xhat) being rstd * mean(g (x - mean))), RMSNorm one
@@ -33,6 +34,7 @@
 #include <climits>
 #include <type_traits>
 
+#include "cuda/common/bulk_copy.cuh"
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
@@ -416,6 +418,7 @@ __device__ float4 staged_sum(float4 v, float4* scratch, float4* slot, int cluste
   return v;
 }
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900  // sm_90 fills the stages with bulk copies
 __device__ __forceinline__ void copy_pack(void* smem_dst, const void* src) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
@@ -426,6 +429,82 @@ template <int N>
 __device__ __forceinline__ void wait_copies_but() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+#endif
+
+// The ring of S row stages of backward_staged: row i of the group lands in stage i % S (counted,
+// not divided: a 64-bit modulo was ~20 instructions a row), S - 1 rows ahead of the row computed.
+// sm_90: thread 0 fills a stage with two bulk copies (the block's slices of x and dy) and the
+// stage's mbarrier says when they have landed; a stage is refilled after the row's first block
+// barrier (after_first_barrier), when every thread is done with the previous row. The per-thread
+// cp.async it replaces (4 copies and their addressing a thread a row) left warps waiting on their
+// rows (ncu long-scoreboard stalls, H100). Older devices: each thread copies the packs it reads
+// with cp.async, so it refills at the top of the row (before_row), one commit group a row.
+template <class PackT, int S, int P>
+struct RowStages {
+  PackT* cache;  // [S][x, dy][slice] packs
+  const PackT* x;  // the block's first pack of the group's first row; rows `packs` apart
+  const PackT* dy;
+  unsigned long long* landed;  // [S] mbarriers (sm_90)
+  long long packs, n;  // row length in packs; the group's rows
+  int slice, count;  // packs a stage holds of each tensor; this block's packs
+  int fill = 0, read = 0;
+  unsigned parity = 0;
+
+  __device__ void copy(long long i) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (threadIdx.x == 0 && i < n) {
+      PackT* stage = cache + fill * 2 * slice;
+      const unsigned bytes = static_cast<unsigned>(count) * sizeof(PackT);
+      expect_bytes(&landed[fill], 2 * bytes);
+      bulk_copy_to_shared(stage, x + i * packs, bytes, &landed[fill]);
+      bulk_copy_to_shared(stage + slice, dy + i * packs, bytes, &landed[fill]);
+    }
+#else
+    if (i < n) {
+      PackT* stage = cache + fill * 2 * slice;
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const int k = static_cast<int>(threadIdx.x + p * blockDim.x);
+        if (k < count) {
+          copy_pack(stage + k, x + i * packs + k);
+          copy_pack(stage + slice + k, dy + i * packs + k);
+        }
+      }
+    }
+    commit_copies();  // empty past the group's end: wait_copies_but<S - 1> means "row i landed"
+#endif
+    fill = fill + 1 == S ? 0 : fill + 1;
+  }
+  // Before the block's first use: barriers set up, the first S - 1 rows in flight.
+  __device__ void start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (threadIdx.x == 0)
+      for (int s = 0; s < S; ++s) init_landing_barrier(&landed[s], 1);
+    __syncthreads();
+#endif
+    for (int i = 0; i < S - 1; ++i) copy(i);
+  }
+  // Row i's stage once its bytes have landed.
+  __device__ const PackT* wait_row(long long i) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    wait_landed(&landed[read], parity);
+#else
+    copy(i + S - 1);  // the stage it fills was last read by this thread itself, in row i - 1
+    wait_copies_but<S - 1>();
+#endif
+    const PackT* stage = cache + read * 2 * slice;
+    if (++read == S) {
+      read = 0;
+      parity ^= 1;
+    }
+    return stage;
+  }
+  __device__ void after_first_barrier(long long i) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    copy(i + S - 1);
+#endif
+  }
+};
 
 // The partial sums of the `merge` blocks of a cluster (each with its own rows, whole rows a
 // block: count = packs, first = 0) added through distributed shared memory into one partial row:
@@ -440,8 +519,7 @@ __device__ void merge_partials(const float (&dw)[P][V], const float (&db)[P][V],
   cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
   float* mine = reinterpret_cast<float*>(smem);  // [sums][dim]
-  wait_copies_but<0>();
-  __syncthreads();  // other threads may still read their last row's stage
+  __syncthreads();  // other threads may still read their last row's stage (every copy has landed)
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     const int k = tid + p * threads;
@@ -508,31 +586,17 @@ __global__ void __launch_bounds__(kStagedThreads)
   const long long row0 = group * rows_per_group;
   const long long n = max(0LL, min(rows_per_group, rows - row0));
   const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
-  PackT* cache = reinterpret_cast<PackT*>(staged_smem);
-  const PackT* xg = reinterpret_cast<const PackT*>(x);
-  const PackT* gg = reinterpret_cast<const PackT*>(dy);
-
-  // Row i of the group into stage i % S (counted, not divided: a 64-bit modulo was ~20
-  // instructions a row); one commit per call, empty past the group's end, so that
-  // wait_copies_but<S - 1> always means "row i has landed".
-  int fill_stage = 0;
-  const auto copy_row = [&](long long i) {
-    if (i < n) {
-      const long long base = (row0 + i) * packs + first;
-      PackT* stage = cache + fill_stage * 2 * slice;
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        const int k = tid + p * threads;
-        if (k < count) {
-          copy_pack(stage + k, xg + base + k);
-          copy_pack(stage + slice + k, gg + base + k);
-        }
-      }
-    }
-    commit_copies();
-    fill_stage = fill_stage + 1 == S ? 0 : fill_stage + 1;
-  };
-  for (int i = 0; i < S - 1; ++i) copy_row(i);
+  __shared__ unsigned long long landed[S];
+  const long long start = row0 * packs + first;
+  RowStages<PackT, S, P> stages{reinterpret_cast<PackT*>(staged_smem),
+                                reinterpret_cast<const PackT*>(x) + start,
+                                reinterpret_cast<const PackT*>(dy) + start,
+                                landed,
+                                packs,
+                                n,
+                                slice,
+                                count};
+  stages.start();
 
   // This thread's weight: as floats when they fit beside the sums (16 columns or fewer, two
   // conversions an element fewer for 16-bit types), else raw packs, converted at each use.
@@ -562,13 +626,8 @@ __global__ void __launch_bounds__(kStagedThreads)
   constexpr bool kShifted = kKind == Kind::layer && P * V <= 16;
   float shift = 0.0f;
 
-  int read_stage = 0;
   for (long long i = 0; i < n; ++i) {
-    // The stage written here was last read by this thread itself, in row i - 1.
-    copy_row(i + S - 1);
-    wait_copies_but<S - 1>();
-    const PackT* xs = cache + read_stage * 2 * slice;
-    read_stage = read_stage + 1 == S ? 0 : read_stage + 1;
+    const PackT* xs = stages.wait_row(i);
     const PackT* gs = xs + slice;
 
     if constexpr (kKind == Kind::layer && !kShifted) {
@@ -583,6 +642,7 @@ __global__ void __launch_bounds__(kStagedThreads)
         for (int j = 0; j < V; ++j) s += xv[j];
       }
       shift = staged_sum(s, scratch1, &slot1, cluster) * inv_dim;
+      stages.after_first_barrier(i);
     }
     // Calls f(x, g) for each column of this thread in the row, g = dy * weight.
     const auto each_column = [&](auto&& f) {
@@ -609,6 +669,7 @@ __global__ void __launch_bounds__(kStagedThreads)
     float mean = 0.0f, var, mean_g = 0.0f, sum_gc;  // sum_gc: sum g (x - mean)
     if constexpr (kKind == Kind::layer) {
       sums = staged_sum(sums, scratch4[i & 1], &slot4, cluster);
+      if constexpr (kShifted) stages.after_first_barrier(i);
       const float mean_d = kShifted ? sums.x * inv_dim : 0.0f;
       mean = shift + mean_d;
       var = sums.y * inv_dim - mean_d * mean_d;
@@ -628,6 +689,7 @@ __global__ void __launch_bounds__(kStagedThreads)
       if constexpr (kShifted) shift = mean;
     } else {
       const float2 s2 = staged_sum(make_float2(sums.y, sums.w), scratch2[i & 1], &slot2, cluster);
+      stages.after_first_barrier(i);
       var = s2.x * inv_dim;
       sum_gc = s2.y;
     }
