@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Kernel benchmarks of several git revisions in one call on the lent GPU machine (device tool, repo root):
+#   IGNIS_COMPARE_OPS=cast,layer_norm_backward scripts/gpu_compare.sh HEAD cast-shape norm-bwd-3blocks
+# Each revision gets its own worktree and its own pip install, all built at once (the machine's
+# cores split between them); then this tree's bench/bench_ops.py runs against each install in
+# turn, in the order given, and bench/compare_tables.py prints the cases side by side. Tables and
+# logs go to $OUT (when set) or build/gpu-logs. IGNIS_COMPARE_OPS empty: every op.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+logs="${OUT:-$root/build/gpu-logs}"
+work="${IGNIS_COMPARE_DIR:-/tmp/ignis-compare}"
+mkdir -p "$logs" "$work"
+export PATH="/usr/local/cuda/bin:$PATH" PYTHONDONTWRITEBYTECODE=1
+[ $# -gt 0 ] || { echo "usage: scripts/gpu_compare.sh REVISION..."; exit 2; }
+
+names=()
+start=$(date +%s)
+for rev in "$@"; do
+  name="$(printf '%s' "$rev" | tr -c 'A-Za-z0-9._-' '_')"
+  names+=("$name")
+  dir="$work/$name"
+  if [ ! -d "$dir/src" ]; then
+    git -C "$root" worktree add -f --detach "$dir/src" "$rev" > "$logs/compare-$name-worktree.log" 2>&1 \
+      || { cat "$logs/compare-$name-worktree.log"; echo "$rev: no such revision"; exit 2; }
+  fi
+  (
+    cd "$dir/src" &&
+      CMAKE_BUILD_PARALLEL_LEVEL=$(( ($(nproc) + $# - 1) / $# )) python3 -m pip install --no-build-isolation \
+        --no-deps --upgrade --target "$dir/site" . > "$logs/compare-$name-pip.log" 2>&1
+    echo $? > "$dir/pip.rc"
+  ) &
+done
+wait
+echo "pip installs: $(( $(date +%s) - start )) s"
+
+tables=()
+for name in "${names[@]}"; do
+  if [ "$(cat "$work/$name/pip.rc")" != 0 ]; then
+    tail -30 "$logs/compare-$name-pip.log"
+    echo "$name: pip install FAILED"
+    exit 1
+  fi
+  args=(--out "$logs/compare-$name.md")
+  [ -n "${IGNIS_COMPARE_OPS:-}" ] && args+=(--ops "$IGNIS_COMPARE_OPS")
+  PYTHONPATH="$work/$name/site" python3 "$root/bench/bench_ops.py" "${args[@]}" > "$logs/compare-$name.log" 2>&1 \
+    || { tail -20 "$logs/compare-$name.log"; echo "$name: bench FAILED"; exit 1; }
+  tables+=("$name=$logs/compare-$name.md")
+done
+python3 "$root/bench/compare_tables.py" "${tables[@]}" | tee "$logs/compare.md"
