@@ -146,8 +146,8 @@ __device__ __forceinline__ void copy_slice(const P* row, const RowSlice& s, P* c
 __device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 // Stores V floats as one pack into global memory: a 16-byte pack by one st.global.v4 intrinsic
-// (through a T pointer the compiler split bf16 stores into 2-byte stores, and in norm.cu's looping
-// kernel even through a Pack or uint4 pointer).
+// (through a T pointer the compiler split bf16 stores into 2-byte stores, and in
+// norm_backward.cu's looping kernel even through a Pack or uint4 pointer).
 template <class T, int V>
 __device__ __forceinline__ void store_pack(Pack<T, V>* dst, const float (&v)[V]) {
   Pack<T, V> pack;

@@ -1,16 +1,4 @@
-// RMSNorm and LayerNorm over rows, forward and backward.
-//
-// Forward: a row is owned by one warp (short rows, 4 rows per block) or by one block (long rows).
-// Each thread loads its part of the row once, up to kForwardPacks 16-byte packs kept raw in
-// registers (32 registers whatever the dtype, so a 64-thread block holds a 4096-element bf16
-// row and many blocks share an SM: their loads cover each other's reductions); the statistics
-// are fp32 reductions over those registers with one exchange between warps (one barrier) a row:
-// LayerNorm takes each warp's mean and then its squared deviations from it (two shuffle
-// reductions), and merges the warps' (count, mean, squared deviations) by Chan's formula, so a
-// large common offset does not cancel; the normalised row is written once.
-// x and weight are read once per row (weight from L1/L2 after the first row), y written once.
-// Rows that are too long for registers, or whose length/alignment rules out 16-byte packs, take
-// a looping kernel that reads the row twice (statistics, then the write; the second from L2).
+// RMSNorm and LayerNorm backward over rows.
 //
 // Backward (backward_staged): a block owns a group of consecutive rows (about two blocks an SM
 // for the whole tensor) and a thread owns the same few packs of every row. Rows stream through a
@@ -40,14 +28,13 @@
 #include "cuda/common/reduce.cuh"
 #include "cuda/common/row_cache.cuh"
 #include "cuda/ops/norm.h"
+#include "cuda/ops/norm_common.cuh"
 
 namespace ignis::cuda {
 namespace {
 
-enum class Kind { rms, layer };
+using namespace norm;
 
-constexpr int kWarpRowThreads = 128;  // forward: 4 warps, one row each
-constexpr int kForwardPacks = 4;  // most 16-byte packs of a row one thread keeps, forward
 // Backward (see backward_staged): a row slice of x and dy takes at most kStageBytes of shared
 // memory per stage, kStages stages a block (192 KB at most: one row computed while the next two
 // are in flight); a thread holds at most kMaxStagedPacks packs of a row (its dweight/dbias
@@ -76,252 +63,6 @@ struct Add {
     else return {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w};
   }
 };
-
-// A LayerNorm row's statistics over some of its columns: their count, their mean and the sum of
-// their squared deviations from that mean. n = 0 (all zero) is the empty set.
-struct Moments {
-  float n;
-  float mean;
-  float m2;
-};
-
-// Chan's parallel merge of the statistics of two disjoint column sets: no sum of squares, so a
-// large common offset does not cancel. The weight f = nb / n is exactly 0 when b is empty and
-// exactly 1 when a is empty, so an empty side leaves the other's bits unchanged (the tail warps
-// and padded threads of a row must not perturb it); otherwise it is the fast reciprocal division
-// (2 ulp: a weight), as the IEEE division's slow-path call made backward_loop spill. Not symmetric
-// in bits: callers order the operands by position (lower lane / warp first) so that both ends of
-// a shuffle get the same bits.
-__device__ __forceinline__ Moments merge(Moments a, Moments b) {
-  const float n = a.n + b.n;
-  const float f = a.n == 0.0f ? 1.0f : __fdividef(b.n, n);  // b empty: 0 * (1 / n) = 0
-  const float delta = b.mean - a.mean;
-  return {n, a.mean + delta * f, a.m2 + b.m2 + delta * delta * (a.n * f)};
-}
-
-// One butterfly step: v combined with lane (lane ^ offset)'s v, the same bits in both lanes (the
-// sums: addition is commutative; Moments: the merge takes the lower lane's side first).
-__device__ __forceinline__ float xor_step(float v, int offset) { return v + __shfl_xor_sync(kFullMask, v, offset); }
-__device__ __forceinline__ float2 xor_step(float2 v, int offset) { return {xor_step(v.x, offset), xor_step(v.y, offset)}; }
-__device__ __forceinline__ Moments xor_step(Moments v, int offset) {
-  const Moments other = {__shfl_xor_sync(kFullMask, v.n, offset), __shfl_xor_sync(kFullMask, v.mean, offset),
-                         __shfl_xor_sync(kFullMask, v.m2, offset)};
-  const bool upper = threadIdx.x & offset;  // select the operands, then merge once
-  return merge(upper ? other : v, upper ? v : other);
-}
-
-// The warp's sum (Moments: merge) in every lane, the same bits in every lane.
-template <class S>
-__device__ __forceinline__ S warp_sum(S v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) v = xor_step(v, offset);
-  return v;
-}
-
-// The block's sum of its warps' values (v: the same in every lane of a warp) in every thread,
-// with the same bits everywhere: one value a warp into scratch, ONE barrier, then every aligned
-// group of `span` lanes (span: the power of two >= warps) reduces all warps' values by a
-// butterfly of log2(span) steps, the same operations on the same operands in every group.
-// scratch: 32 S of shared memory, one of TWO buffers that consecutive calls alternate between
-// (buffer i & 1 for the block's i-th reduction), which is why no barrier is needed before the
-// write: a thread writes buffer b in reduction i + 2 only after it passed the barrier of
-// reduction i + 1, which no thread reaches before it has finished reading buffer b in reduction i
-// (every thread of the block makes the same reductions in the same order). The other buffer,
-// written by reduction i + 1 meanwhile, is never read by reduction i.
-template <class S>
-__device__ S sum_over_warps(S v, S* scratch) {
-  const int lane = threadIdx.x % 32;
-  const int warps = static_cast<int>(blockDim.x / 32);
-  if (lane == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  int span = 1;
-  while (span < warps) span *= 2;
-  const int w = lane & (span - 1);
-  v = w < warps ? scratch[w] : S{};
-#pragma unroll
-  for (int offset = 1; offset < 32; offset *= 2)
-    if (offset < span) v = xor_step(v, offset);  // the same branch in the whole block
-  return v;
-}
-
-// The whole block's sum (Moments: merge) in every thread, with the same bits everywhere.
-// scratch: as for sum_over_warps.
-template <class S>
-__device__ S block_sum(S v, S* scratch) {
-  return sum_over_warps(warp_sum(v), scratch);
-}
-
-// The threads that own one row in the forward: a warp (kWarp) or the whole block. Pack k of a
-// thread starts at column (rank + k * size) * V in every row, so a thread's columns never change.
-template <bool kWarp>
-struct RowGroup {
-  __device__ static int size() { return kWarp ? 32 : static_cast<int>(blockDim.x); }
-  __device__ static int rank() { return kWarp ? threadIdx.x % 32 : threadIdx.x; }
-  __device__ static int per_block() { return kWarp ? blockDim.x / 32 : 1; }
-  __device__ static long long first_row() {
-    return static_cast<long long>(blockIdx.x) * per_block() + (kWarp ? threadIdx.x / 32 : 0);
-  }
-  __device__ static long long row_stride() { return static_cast<long long>(gridDim.x) * per_block(); }
-  template <int V>
-  __device__ static int column(int k) {
-    return (rank() + k * size()) * V;
-  }
-  // The group's sum of per-warp values (the same in every lane of a warp) in every thread;
-  // scratch: this reduction's buffer (see sum_over_warps).
-  template <class S>
-  __device__ static S sum_warps(S v, S* scratch) {
-    if constexpr (kWarp) return v;
-    else return sum_over_warps(v, scratch);
-  }
-};
-
-struct RowStats {
-  float mean;  // 0 for RMSNorm
-  float rstd;
-};
-
-// What a thread contributes to its row's one reduction: LayerNorm's Moments, RMSNorm's sum x^2.
-template <Kind kKind>
-using Partial = std::conditional_t<kKind == Kind::layer, Moments, float>;
-
-// The row's statistics from the group's reduction of the partials.
-template <Kind kKind>
-__device__ __forceinline__ RowStats row_stats(Partial<kKind> all, int dim, float eps) {
-  if constexpr (kKind == Kind::layer) return {all.mean, rsqrtf(all.m2 / static_cast<float>(dim) + eps)};
-  else return {0.0f, rsqrtf(all / static_cast<float>(dim) + eps)};
-}
-
-// Loads the packs of one row at columns column(k), zeros past dim.
-template <class T, int V, int K, class Column>
-__device__ __forceinline__ void load_row(const T* in, int dim, Column column, Pack<T, V> (&p)[K]) {
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int c = column(k);
-    if (c < dim) {
-      p[k] = *reinterpret_cast<const Pack<T, V>*>(in + c);
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j) p[k].v[j] = from_float<T>(0.0f);
-    }
-  }
-}
-
-// Statistics of a row held in registers, the same bits in every thread of the group: each warp
-// reduces its own columns first (RMSNorm: sum x^2; LayerNorm: two passes over the registers, the
-// warp's mean, then its sum of squared deviations from it: no barrier, and no cancellation of a
-// common offset), then one exchange between the warps (LayerNorm: Chan's merge of the warps'
-// Moments). Packs at or past dim are padding. scratch: this row's buffer (see sum_over_warps).
-template <Kind kKind, class G, class T, int K, int V>
-__device__ RowStats register_stats(const Pack<T, V> (&p)[K], int dim, float eps, Partial<kKind>* scratch) {
-  float2 s = {0.0f, 0.0f};  // (sum x or x^2, count)
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (G::template column<V>(k) >= dim) continue;
-    s.y += static_cast<float>(V);
-    float v[V];
-    to_floats(p[k], v);
-#pragma unroll
-    for (int j = 0; j < V; ++j) s.x += kKind == Kind::layer ? v[j] : v[j] * v[j];
-  }
-  if constexpr (kKind == Kind::rms) {
-    return row_stats<kKind>(G::sum_warps(warp_sum(s.x), scratch), dim, eps);
-  } else {
-    s = warp_sum(s);
-    const float mean = s.x / fmaxf(s.y, 1.0f);  // a warp of padding only: the empty Moments
-    float m2 = 0.0f;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      if (G::template column<V>(k) >= dim) continue;
-      float v[V];
-      to_floats(p[k], v);
-#pragma unroll
-      for (int j = 0; j < V; ++j) m2 += (v[j] - mean) * (v[j] - mean);
-    }
-    return row_stats<kKind>(G::sum_warps(Moments{s.y, mean, warp_sum(m2)}, scratch), dim, eps);
-  }
-}
-
-// Statistics of a row read from memory in one pass and one block reduction. LayerNorm: each pack's
-// Moments (two passes over its registers) merged into the thread's running Moments, so the row is
-// read once here and once more by the caller's write pass (a two-pass mean-then-deviations would
-// read it a third time). scratch: this row's buffer.
-template <Kind kKind, class T, int V>
-__device__ RowStats looped_stats(const T* in, int dim, float eps, Partial<kKind>* scratch) {
-  const int step = blockDim.x * V;
-  Partial<kKind> part{};
-  for (int c = threadIdx.x * V; c < dim; c += step) {
-    float v[V];
-    load_floats<T, V>(in + c, v);
-    if constexpr (kKind == Kind::layer) {
-      float s = 0.0f, m2 = 0.0f;
-#pragma unroll
-      for (int j = 0; j < V; ++j) s += v[j];
-      const float mean = s * (1.0f / static_cast<float>(V));  // V is a power of two: exact
-#pragma unroll
-      for (int j = 0; j < V; ++j) m2 += (v[j] - mean) * (v[j] - mean);
-      part = merge(part, Moments{static_cast<float>(V), mean, m2});
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j) part += v[j] * v[j];
-    }
-  }
-  return row_stats<kKind>(block_sum(part, scratch), dim, eps);
-}
-
-// y = (v - mean) * rstd * weight (+ bias) for one pack at column c, written to out + c.
-template <Kind kKind, class T, int V>
-__device__ __forceinline__ void write_normalized(float (&v)[V], RowStats s, const T* weight, const T* bias, T* out,
-                                                 int c) {
-  float w[V], b[V];
-  load_floats<T, V>(weight + c, w);
-  if constexpr (kKind == Kind::layer) load_floats<T, V>(bias + c, b);
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    if constexpr (kKind == Kind::layer) v[j] = (v[j] - s.mean) * s.rstd * w[j] + b[j];
-    else v[j] = v[j] * s.rstd * w[j];  // no fma with a zero bias
-  }
-  store_pack(reinterpret_cast<Pack<T, V>*>(out + c), v);
-}
-
-template <Kind kKind, class T, int V, int K, bool kWarp>
-__global__ void __launch_bounds__(kWarp ? kWarpRowThreads : 1024)
-    forward_regs(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
-                 T* __restrict__ y, long long rows, int dim, float eps) {
-  using G = RowGroup<kWarp>;
-  __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see sum_over_warps)
-  int parity = 0;
-  for (long long row = G::first_row(); row < rows; row += G::row_stride(), parity ^= 1) {
-    Pack<T, V> p[K];
-    load_row<T, V, K>(x + row * dim, dim, [](int k) { return G::template column<V>(k); }, p);
-    const RowStats s = register_stats<kKind, G>(p, dim, eps, scratch[parity]);
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int c = G::template column<V>(k);
-      if (c >= dim) continue;
-      float v[V];
-      to_floats(p[k], v);
-      write_normalized<kKind, T, V>(v, s, weight, bias, y + row * dim, c);
-    }
-  }
-}
-
-template <Kind kKind, class T, int V>
-__global__ void __launch_bounds__(1024) forward_loop(const T* __restrict__ x, const T* __restrict__ weight,
-                                                     const T* __restrict__ bias, T* __restrict__ y, long long rows,
-                                                     int dim, float eps) {
-  __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see sum_over_warps)
-  const int step = blockDim.x * V;
-  int parity = 0;
-  for (long long row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
-    const T* in = x + row * dim;
-    const RowStats s = looped_stats<kKind, T, V>(in, dim, eps, scratch[parity]);
-    for (int c = threadIdx.x * V; c < dim; c += step) {
-      float v[V];
-      load_floats<T, V>(in + c, v);
-      write_normalized<kKind, T, V>(v, s, weight, bias, y + row * dim, c);
-    }
-  }
-}
 
 // One pack of the looping backward at column c: turns x into xhat and dy into g = dy * weight,
 // adds dy * xhat and dy to the thread's partial sums, and returns (sum g, sum g * xhat).
@@ -826,108 +567,6 @@ __global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
   out[c0 + t] = from_float<T>(total);
 }
 
-int pow2_at_least(long long n) {
-  int p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
-// Forward: `warp` rows (a warp each, kWarpRowThreads per block) or a block of `threads` per
-// row; `k` packs per thread, or 0 when the row does not fit kForwardPacks packs a thread.
-struct ForwardPlan {
-  bool warp;
-  int threads;
-  int k;
-};
-
-// The fewest threads that hold the row at kForwardPacks packs each (at least 64 for a block).
-ForwardPlan plan_forward(long long dim, int v) {
-  const long long packs = dim / v;
-  if (packs <= 32LL * kForwardPacks) return {true, kWarpRowThreads, pow2_at_least((packs + 31) / 32)};
-  const long long threads = std::max(64, pow2_at_least((packs + kForwardPacks - 1) / kForwardPacks));
-  if (threads > 1024) return {false, 1024, 0};
-  return {false, static_cast<int>(threads), pow2_at_least((packs + threads - 1) / threads)};
-}
-
-// Calls make(integral_constant<int, K>) for the runtime k in {1, 2, 4, 8} allowed by kMax;
-// nullptr when k has no kernel.
-template <int kMax, class Make>
-auto with_k(int k, Make make) -> decltype(make(std::integral_constant<int, 1>{})) {
-  switch (k) {
-    case 1: return make(std::integral_constant<int, 1>{});
-    case 2:
-      if constexpr (2 <= kMax) return make(std::integral_constant<int, 2>{});
-      break;
-    case 4:
-      if constexpr (4 <= kMax) return make(std::integral_constant<int, 4>{});
-      break;
-    case 8:
-      if constexpr (8 <= kMax) return make(std::integral_constant<int, 8>{});
-      break;
-  }
-  return nullptr;
-}
-
-// Threads for a looping kernel: a few packs each, between one warp and 1024.
-int loop_threads(long long dim, int v) {
-  const long long packs = (dim + v - 1) / v;
-  int threads = 32;
-  while (threads < 1024 && threads * 4LL < packs) threads *= 2;
-  return threads;
-}
-
-unsigned grid_for(long long blocks) { return static_cast<unsigned>(std::min<long long>(blocks, INT_MAX)); }
-
-bool all_aligned(std::initializer_list<const void*> ptrs, int bytes) {
-  for (const void* p : ptrs)
-    if (p != nullptr && reinterpret_cast<std::uintptr_t>(p) % bytes != 0) return false;
-  return true;
-}
-
-// The 16-byte pack width when dim and every pointer allow it, else 1.
-template <class T>
-int pack_width(long long dim, std::initializer_list<const void*> ptrs) {
-  constexpr int V = 16 / sizeof(T);
-  return dim % V == 0 && all_aligned(ptrs, 16) ? V : 1;
-}
-
-void check_dim_fits(long long dim, const char* where) {
-  check_arg(dim <= INT_MAX / 2, where, "x.shape[1]", "<= 2^30 on CUDA", dim);
-}
-
-template <class T>
-using ForwardKernel = void (*)(const T*, const T*, const T*, T*, long long, int, float);
-
-template <Kind kKind, class T>
-void forward(const char* where, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& y, float eps,
-             Stream stream) {
-  constexpr int V = 16 / sizeof(T);
-  const long long rows = x.size(0), dim = x.size(1);
-  check_dim_fits(dim, where);
-  if (rows == 0) return;
-  const T* xp = x.data_as<const T>();
-  const T* wp = weight.data_as<const T>();
-  const T* bp = bias ? bias->data_as<const T>() : nullptr;
-  T* yp = y.data_as<T>();
-
-  ForwardKernel<T> kernel = &forward_loop<kKind, T, 1>;
-  int threads = loop_threads(dim, 1);
-  long long rows_per_block = 1;
-  if (pack_width<T>(dim, {xp, wp, bp, yp}) == V) {
-    const ForwardPlan plan = plan_forward(dim, V);
-    kernel = with_k<kForwardPacks>(plan.k, [&](auto kc) -> ForwardKernel<T> {
-      constexpr int K = decltype(kc)::value;
-      return plan.warp ? &forward_regs<kKind, T, V, K, true> : &forward_regs<kKind, T, V, K, false>;
-    });
-    threads = plan.threads;
-    rows_per_block = plan.warp ? plan.threads / 32 : 1;
-    if (kernel == nullptr) kernel = &forward_loop<kKind, T, V>;
-  }
-  kernel<<<grid_for((rows + rows_per_block - 1) / rows_per_block), threads, 0, to_cuda(stream)>>>(
-      xp, wp, bp, yp, rows, static_cast<int>(dim), eps);
-  IGNIS_CHECK_LAUNCH();
-}
-
 // A stream-ordered device allocation, freed in stream order once the kernels using it are queued.
 class Workspace {
  public:
@@ -1108,17 +747,6 @@ void backward(const char* where, const Tensor& x, const Tensor& weight, const Te
 }
 
 template <Kind kKind>
-void forward_any(const char* where, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& y,
-                 float eps, Stream stream) {
-  switch (x.dtype()) {
-    case DType::f32: return forward<kKind, float>(where, x, weight, bias, y, eps, stream);
-    case DType::f16: return forward<kKind, __half>(where, x, weight, bias, y, eps, stream);
-    case DType::bf16: return forward<kKind, __nv_bfloat16>(where, x, weight, bias, y, eps, stream);
-    default: fail_expected(where, "x.dtype", "f32, f16 or bf16", x.dtype());
-  }
-}
-
-template <Kind kKind>
 void backward_any(const char* where, const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dx,
                   const Tensor& dweight, const Tensor* dbias, float eps, Stream stream) {
   switch (x.dtype()) {
@@ -1131,18 +759,9 @@ void backward_any(const char* where, const Tensor& x, const Tensor& weight, cons
 
 }  // namespace
 
-void rmsnorm_forward(const Tensor& x, const Tensor& weight, const Tensor& y, float eps, Stream stream) {
-  forward_any<Kind::rms>("rmsnorm_forward", x, weight, nullptr, y, eps, stream);
-}
-
 void rmsnorm_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dx,
                       const Tensor& dweight, float eps, Stream stream) {
   backward_any<Kind::rms>("rmsnorm_backward", x, weight, dy, dx, dweight, nullptr, eps, stream);
-}
-
-void layernorm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y, float eps,
-                       Stream stream) {
-  forward_any<Kind::layer>("layernorm_forward", x, weight, &bias, y, eps, stream);
 }
 
 void layernorm_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dx,
