@@ -33,6 +33,7 @@ from typing import Callable, Sequence
 import torch
 
 import ignis
+import targets
 
 TOKENS = 4096
 HIDDEN = [(TOKENS, 4096), (TOKENS, 8192), (TOKENS, 16384)]  # 7B-class model widths
@@ -419,6 +420,9 @@ def main():
             for dtype in op.dtypes:
                 lines.append(run_case(op, shape, dtype, args.reps, copy_gbs))
                 print(lines[-1], flush=True)
+    verdict = ["", *targets.summary(lines)]
+    print("\n".join(verdict))
+    lines += verdict
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -85,6 +85,7 @@ if has python; then
   row "python: pip install" "$(grep -m1 '^pip install' "$logs/python.log")"
   row "python: pytest (torch on GPU)" "$(grep -E '[0-9]+ (passed|failed)' "$logs/python.log" | tail -1)"
   row "python: benchmarks" "$([ $status -eq 0 ] && echo ok || echo "FAILED (rc $status)"): bench-ops.md"
+  [ -f "$logs/bench-ops.md" ] && row "python: kernel targets" "$(grep -m1 '^Targets' "$logs/bench-ops.md")"
   [ $status -eq 0 ] || { failed=1; tail -40 "$logs/python.log"; }
   [ -f "$logs/bench-ops.md" ] && { echo; cat "$logs/bench-ops.md"; }
 fi
