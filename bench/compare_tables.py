@@ -8,24 +8,15 @@ after each table's copy-bandwidth line (the builds run one after another on the 
 """
 import sys
 
+import targets
+
 
 def read_table(path):
-    """The copy line and {(op, shape, dtype): {column: value}} of one bench_ops.py markdown file."""
-    copy_line, header, rows = "", None, {}
+    """The copy line and {(op, shape, dtype): row} of one bench_ops.py markdown file."""
     with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("Device copy bandwidth"):
-                copy_line = line.split(".")[0]
-            if not line.startswith("|") or line.startswith("| ---"):
-                continue
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if header is None:
-                header = cells
-                continue
-            row = dict(zip(header, cells))
-            rows[(row["op"], row["shape"], row["dtype"])] = row
-    return copy_line, rows
+        lines = f.read().splitlines()
+    copy_line = next((l.split(".")[0] for l in lines if l.startswith("Device copy bandwidth")), "")
+    return copy_line, {(r["op"], r["shape"], r["dtype"]): r for r in targets.table_rows(lines)}
 
 
 def main(argv):

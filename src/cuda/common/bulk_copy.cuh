@@ -24,12 +24,16 @@ __device__ __forceinline__ void expect_bytes(unsigned long long* barrier, unsign
                : "memory");
 }
 
+// Orders this thread's (and, after a block barrier, the block's) earlier ordinary accesses of
+// shared memory before the copy engine's writes of the bulk copies it issues next.
+__device__ __forceinline__ void fence_before_bulk_copies() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
 // Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from src to dst; their landing
-// counts against `barrier`'s announced bytes. The fence first orders the caller's (and, after a
-// block barrier, the block's) earlier ordinary reads of dst before the copy engine's writes.
+// counts against `barrier`'s announced bytes. Call fence_before_bulk_copies first when dst was read.
 __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, unsigned bytes,
                                                     unsigned long long* barrier) {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                    shared_address(dst)),
                "l"(src), "r"(bytes), "r"(shared_address(barrier))

@@ -121,38 +121,42 @@ __device__ __forceinline__ float2 scatter_halves(float2 v, int offset) {
   return {upper ? v.y : v.x, upper ? v.x : v.y};  // (kept, given)
 }
 
-__device__ float2 staged_sum(float2 v, float2* scratch, float2* slot, int cluster) {
+// The second half of the reduce-scatter: `part` (one component, carried by each group of kLanes
+// lanes) summed over the group's lanes, then over the block's warps; the sum in every lane of the
+// group. sums: [32 / kLanes][16] floats of scratch.
+template <int kLanes>
+__device__ __forceinline__ float group_block_sum(float part, float* sums) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = static_cast<int>(blockDim.x / 32);
-  const float2 split = scatter_halves(v, 16);
-  float part = split.x + __shfl_xor_sync(kFullMask, split.y, 16);
-  for (int offset = 8; offset > 0; offset >>= 1) part = xor_step(part, offset);
-  float* sums = reinterpret_cast<float*>(scratch);  // [2][16]
-  if (lane % 16 == 0) sums[(lane / 16) * 16 + warp] = part;
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1) part = xor_step(part, offset);
+  float* group = sums + (lane / kLanes) * 16;
+  if (lane % kLanes == 0) group[warp] = part;
   __syncthreads();
-  const int w = lane % 16;
-  part = w < warps ? sums[(lane / 16) * 16 + w] : 0.0f;
-  for (int offset = 8; offset > 0; offset >>= 1) part = xor_step(part, offset);
+  const int w = lane % kLanes;
+  part = w < warps ? group[w] : 0.0f;
+#pragma unroll
+  for (int k = w + kLanes; k < 16; k += kLanes) part += k < warps ? group[k] : 0.0f;
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1) part = xor_step(part, offset);
+  return part;
+}
+
+__device__ float2 staged_sum(float2 v, float2* scratch, float2* slot, int cluster) {
+  const float2 split = scatter_halves(v, 16);
+  const float part = group_block_sum<16>(split.x + __shfl_xor_sync(kFullMask, split.y, 16),
+                                         reinterpret_cast<float*>(scratch));
   v = {__shfl_sync(kFullMask, part, 0), __shfl_sync(kFullMask, part, 16)};
   if (cluster > 1) v = cluster_reduce(v, Add{}, slot);
   return v;
 }
 
 __device__ float4 staged_sum(float4 v, float4* scratch, float4* slot, int cluster) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = static_cast<int>(blockDim.x / 32);
-  const bool upper = lane & 16;
+  const bool upper = threadIdx.x & 16;
   const float2 kept = upper ? make_float2(v.z, v.w) : make_float2(v.x, v.y);
   const float2 given = upper ? make_float2(v.x, v.y) : make_float2(v.z, v.w);
   const float2 pair = {kept.x + __shfl_xor_sync(kFullMask, given.x, 16),
                        kept.y + __shfl_xor_sync(kFullMask, given.y, 16)};
   const float2 split = scatter_halves(pair, 8);
-  float part = split.x + __shfl_xor_sync(kFullMask, split.y, 8);
-  for (int offset = 4; offset > 0; offset >>= 1) part = xor_step(part, offset);
-  float* sums = reinterpret_cast<float*>(scratch);  // [4][16]
-  if (lane % 8 == 0) sums[(lane / 8) * 16 + warp] = part;
-  __syncthreads();
-  const int w = lane % 8;
-  part = (w < warps ? sums[(lane / 8) * 16 + w] : 0.0f) + (w + 8 < warps ? sums[(lane / 8) * 16 + w + 8] : 0.0f);
-  for (int offset = 4; offset > 0; offset >>= 1) part = xor_step(part, offset);
+  const float part = group_block_sum<8>(split.x + __shfl_xor_sync(kFullMask, split.y, 8),
+                                        reinterpret_cast<float*>(scratch));
   v = {__shfl_sync(kFullMask, part, 0), __shfl_sync(kFullMask, part, 8), __shfl_sync(kFullMask, part, 16),
        __shfl_sync(kFullMask, part, 24)};
   if (cluster > 1) v = cluster_reduce(v, Add{}, slot);
@@ -199,6 +203,7 @@ struct RowStages {
       PackT* stage = cache + fill * 2 * slice;
       const unsigned bytes = static_cast<unsigned>(count) * sizeof(PackT);
       expect_bytes(&landed[fill], 2 * bytes);
+      fence_before_bulk_copies();  // the stage's previous row was read by the whole block
       bulk_copy_to_shared(stage, x + i * packs, bytes, &landed[fill]);
       bulk_copy_to_shared(stage + slice, dy + i * packs, bytes, &landed[fill]);
     }
