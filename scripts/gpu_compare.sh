@@ -5,6 +5,9 @@
 # cores split between them); then this tree's bench/bench_ops.py runs against each install in
 # turn, in the order given, and bench/compare_tables.py prints the cases side by side. Tables and
 # logs go to $OUT (when set) or build/gpu-logs. IGNIS_COMPARE_OPS empty: every op.
+# An install is reused while its revision still names the same commit (a warm machine), and
+# IGNIS_COMPARE_INSTALL_ONLY=1 stops after the installs, so GPU tests can run while they build
+# and the benchmarks run later on an idle GPU.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 logs="${OUT:-$root/build/gpu-logs}"
@@ -19,19 +22,29 @@ for rev in "$@"; do
   name="$(printf '%s' "$rev" | tr -c 'A-Za-z0-9._-' '_')"
   names+=("$name")
   dir="$work/$name"
-  if [ ! -d "$dir/src" ]; then
-    git -C "$root" worktree add -f --detach "$dir/src" "$rev" > "$logs/compare-$name-worktree.log" 2>&1 \
-      || { cat "$logs/compare-$name-worktree.log"; echo "$rev: no such revision"; exit 2; }
+  commit="$(git -C "$root" rev-parse --verify -q "$rev^{commit}")" || { echo "$rev: no such revision"; exit 2; }
+  if [ -f "$dir/pip.rc" ] && [ "$(cat "$dir/pip.rc")" = 0 ] && [ "$(cat "$dir/commit" 2>/dev/null)" = "$commit" ]; then
+    continue
+  fi
+  rm -f "$dir/pip.rc"
+  if [ -d "$dir/src" ]; then
+    git -C "$dir/src" checkout -q --detach "$commit" > "$logs/compare-$name-worktree.log" 2>&1 \
+      || { cat "$logs/compare-$name-worktree.log"; exit 2; }
+  else
+    git -C "$root" worktree add -f --detach "$dir/src" "$commit" > "$logs/compare-$name-worktree.log" 2>&1 \
+      || { cat "$logs/compare-$name-worktree.log"; exit 2; }
   fi
   (
     cd "$dir/src" &&
       CMAKE_BUILD_PARALLEL_LEVEL=$(( ($(nproc) + $# - 1) / $# )) python3 -m pip install --no-build-isolation \
         --no-deps --upgrade --target "$dir/site" . > "$logs/compare-$name-pip.log" 2>&1
     echo $? > "$dir/pip.rc"
+    echo "$commit" > "$dir/commit"
   ) &
 done
 wait
 echo "pip installs: $(( $(date +%s) - start )) s"
+[ "${IGNIS_COMPARE_INSTALL_ONLY:-0}" = 1 ] && exit 0
 
 tables=()
 for name in "${names[@]}"; do
