@@ -7,7 +7,8 @@
 # logs go to $OUT (when set) or build/gpu-logs. IGNIS_COMPARE_OPS empty: every op.
 # An install is reused while its revision still names the same commit (a warm machine), and
 # IGNIS_COMPARE_INSTALL_ONLY=1 stops after the installs, so GPU tests can run while they build
-# and the benchmarks run later on an idle GPU.
+# and the benchmarks run later on an idle GPU. The revision "." is the working tree as it is (named
+# "worktree"; always reinstalled): the device machine's copy of .git can lag behind the tree.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 logs="${OUT:-$root/build/gpu-logs}"
@@ -20,19 +21,27 @@ names=()
 start=$(date +%s)
 for rev in "$@"; do
   name="$(printf '%s' "$rev" | tr -c 'A-Za-z0-9._-' '_')"
+  [ "$rev" = . ] && name=worktree
   names+=("$name")
   dir="$work/$name"
-  commit="$(git -C "$root" rev-parse --verify -q "$rev^{commit}")" || { echo "$rev: no such revision"; exit 2; }
-  if [ -f "$dir/pip.rc" ] && [ "$(cat "$dir/pip.rc")" = 0 ] && [ "$(cat "$dir/commit" 2>/dev/null)" = "$commit" ]; then
-    continue
-  fi
-  rm -f "$dir/pip.rc"
-  if [ -d "$dir/src" ]; then
-    git -C "$dir/src" checkout -q --detach "$commit" > "$logs/compare-$name-worktree.log" 2>&1 \
-      || { cat "$logs/compare-$name-worktree.log"; exit 2; }
+  if [ "$rev" = . ]; then
+    rm -f "$dir/pip.rc"
+    mkdir -p "$dir"
+    ln -sfn "$root" "$dir/src"
+    commit=worktree
   else
-    git -C "$root" worktree add -f --detach "$dir/src" "$commit" > "$logs/compare-$name-worktree.log" 2>&1 \
-      || { cat "$logs/compare-$name-worktree.log"; exit 2; }
+    commit="$(git -C "$root" rev-parse --verify -q "$rev^{commit}")" || { echo "$rev: no such revision"; exit 2; }
+    if [ -f "$dir/pip.rc" ] && [ "$(cat "$dir/pip.rc")" = 0 ] && [ "$(cat "$dir/commit" 2>/dev/null)" = "$commit" ]; then
+      continue
+    fi
+    rm -f "$dir/pip.rc"
+    if [ -d "$dir/src" ]; then
+      git -C "$dir/src" checkout -q --detach "$commit" > "$logs/compare-$name-worktree.log" 2>&1 \
+        || { cat "$logs/compare-$name-worktree.log"; exit 2; }
+    else
+      git -C "$root" worktree add -f --detach "$dir/src" "$commit" > "$logs/compare-$name-worktree.log" 2>&1 \
+        || { cat "$logs/compare-$name-worktree.log"; exit 2; }
+    fi
   fi
   (
     cd "$dir/src" &&
