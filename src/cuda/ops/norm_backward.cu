@@ -1,9 +1,9 @@
 // RMSNorm and LayerNorm backward over rows.
 //
-// Backward (backward_staged): a block owns a group of consecutive rows (about two blocks an SM
-// for the whole tensor) and a thread owns the same few packs of every row. Rows stream through a
-// ring of shared-memory stages (sm_90: bulk copies by the copy engine; else cp.async) filled two or
-// more rows ahead (RowStages), so loads stay in flight through the reductions whatever the
+// Backward (backward_staged): a block owns a group of rows (every groups-th row; about two blocks
+// an SM for the whole tensor) and a thread owns the same few packs of every row. Rows stream through a
+// ring of shared-memory stages (sm_90: bulk copies by the copy engine; else cp.async) filled two
+// rows ahead (RowStages), so loads stay in flight through the reductions whatever the
 // registers (which hold only the weight and the sums). Each row recomputes its statistics from
 // x (no saved rstd), then
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight (RMSNorm: no mean(g)
@@ -37,15 +37,12 @@ using namespace norm;
 
 // Backward (see backward_staged): a row slice of x and dy takes at most kStageBytes of shared
 // memory per stage, kStages stages a block (192 KB at most: one row computed while the next two
-// are in flight); a thread holds at most kMaxStagedPacks packs of a row (its dweight/dbias
+// are in flight; six stages for 16 KB slices were 7-13% slower at 4096 columns, H100 PERF_NOTES
+// session 5); a thread holds at most kMaxStagedPacks packs of a row (its dweight/dbias
 // accumulators are 4-32 registers a sum), in blocks of at most kStagedThreads threads. Slices are
 // spread over <= 256 threads while 4 packs a thread allow it, so short rows get several blocks an
 // SM. Rows longer than one block's slice take a cluster of up to kMaxStagedCluster blocks.
 constexpr int kStages = 3;
-// Slices of 16 KB or less (16-bit rows up to 4096, one block) take kDeepStages stages instead:
-// two such blocks an SM then keep ~160 KB of loads in flight, as the 32 KB slices do with three.
-constexpr int kDeepStages = 6;
-constexpr long long kDeepStageBytes = 16 * 1024;
 constexpr long long kStageBytes = 64 * 1024;
 constexpr int kMaxStagedPacks = 4;
 constexpr int kStagedThreads = 512;
@@ -192,7 +189,7 @@ struct RowStages {
   const PackT* x;  // the block's first pack of the group's first row; rows `packs` apart
   const PackT* dy;
   unsigned long long* landed;  // [S] mbarriers (sm_90)
-  long long packs, n;  // row length in packs; the group's rows
+  long long stride, n;  // packs from one of the group's rows to its next; the group's rows
   int slice, count;  // packs a stage holds of each tensor; this block's packs
   int fill = 0, read = 0;
   unsigned parity = 0;
@@ -204,8 +201,8 @@ struct RowStages {
       const unsigned bytes = static_cast<unsigned>(count) * sizeof(PackT);
       expect_bytes(&landed[fill], 2 * bytes);
       fence_before_bulk_copies();  // the stage's previous row was read by the whole block
-      bulk_copy_to_shared(stage, x + i * packs, bytes, &landed[fill]);
-      bulk_copy_to_shared(stage + slice, dy + i * packs, bytes, &landed[fill]);
+      bulk_copy_to_shared(stage, x + i * stride, bytes, &landed[fill]);
+      bulk_copy_to_shared(stage + slice, dy + i * stride, bytes, &landed[fill]);
     }
 #else
     if (i < n) {
@@ -214,8 +211,8 @@ struct RowStages {
       for (int p = 0; p < P; ++p) {
         const int k = static_cast<int>(threadIdx.x + p * blockDim.x);
         if (k < count) {
-          copy_pack(stage + k, x + i * packs + k);
-          copy_pack(stage + slice + k, dy + i * packs + k);
+          copy_pack(stage + k, x + i * stride + k);
+          copy_pack(stage + slice + k, dy + i * stride + k);
         }
       }
     }
@@ -299,24 +296,23 @@ __device__ void merge_partials(const float (&dw)[P][V], const float (&db)[P][V],
 #endif
 }
 
-// The backward of rows cached in shared memory. A group of rows (rows_per_group consecutive rows)
+// The backward of rows cached in shared memory. A group of rows (rows g, g + groups, ...)
 // belongs to one block, or to a cluster of `cluster` blocks each holding a slice of the columns.
 // Thread t of a block owns packs t, t + blockDim.x, ... (P of them) of the block's slice in every
-// row: it copies them into a ring of S row stages with cp.async (S - 1 rows ahead, so
-// DRAM stays busy through the reductions and barriers), reads only those packs back (no barrier
-// is needed for the copies), and keeps its columns' dweight/dbias sums in registers over the
-// group's rows. At the end each block writes its slice of the group's partial row to dw_part /
+// row; the rows stream through RowStages (kStages - 1 rows ahead, so DRAM stays busy through the
+// reductions and barriers), and the thread keeps its columns' dweight/dbias sums in registers
+// over the group's rows. At the end each block writes its slice of the group's partial row to dw_part /
 // db_part ([groups, dim] fp32), summed over groups in a fixed order by sum_partials; with
 // merge > 1 (whole-row blocks launched in clusters of merge) the cluster's blocks add their rows
 // first (merge_partials) and the parts are [groups / merge, dim].
-template <Kind kKind, class T, int P, int S>
+template <Kind kKind, class T, int P>
 __global__ void __launch_bounds__(kStagedThreads)
     backward_staged(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
                     T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part, long long rows,
-                    int dim, float eps, int cluster, long long rows_per_group, int merge) {
+                    int dim, float eps, int cluster, int merge) {
   constexpr int V = 16 / sizeof(T);
   using PackT = Pack<T, V>;
-  extern __shared__ __align__(16) unsigned char staged_smem[];  // [S][x, dy][slice] packs
+  extern __shared__ __align__(16) unsigned char staged_smem[];  // [kStages][x, dy][slice] packs
   // The row's reductions alternate buffers between rows: float2 for RMSNorm (and LayerNorm's
   // two-pass fallback), float4 for LayerNorm; float: LayerNorm's mean where it goes first.
   __shared__ float scratch1[32];
@@ -331,16 +327,18 @@ __global__ void __launch_bounds__(kStagedThreads)
   const int first = static_cast<int>(blockIdx.x % cluster) * slice;
   const int count = min(packs, first + slice) - first;  // this block's packs
   const long long group = blockIdx.x / cluster;
-  const long long row0 = group * rows_per_group;
-  const long long n = max(0LL, min(rows_per_group, rows - row0));
+  // Group g takes rows g, g + groups, g + 2 groups, ...: the rows in flight at any time are
+  // neighbours in memory, as a copy kernel's are.
+  const long long groups = gridDim.x / cluster;
+  const long long n = group < rows ? (rows - group + groups - 1) / groups : 0;
   const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
-  __shared__ unsigned long long landed[S];
-  const long long start = row0 * packs + first;
-  RowStages<PackT, S, P> stages{reinterpret_cast<PackT*>(staged_smem),
+  __shared__ unsigned long long landed[kStages];
+  const long long start = group * packs + first;
+  RowStages<PackT, kStages, P> stages{reinterpret_cast<PackT*>(staged_smem),
                                 reinterpret_cast<const PackT*>(x) + start,
                                 reinterpret_cast<const PackT*>(dy) + start,
                                 landed,
-                                packs,
+                                packs * groups,
                                 n,
                                 slice,
                                 count};
@@ -444,7 +442,7 @@ __global__ void __launch_bounds__(kStagedThreads)
     const float rstd = rsqrtf(var + eps);
     const float mean_gx = rstd * sum_gc * inv_dim;  // mean(g * xhat)
 
-    PackT* out = reinterpret_cast<PackT*>(dx) + (row0 + i) * packs + first;
+    PackT* out = reinterpret_cast<PackT*>(dx) + (group + i * groups) * packs + first;
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       const int k = tid + p * threads;
@@ -608,7 +606,6 @@ struct StagedPlan {
   int threads = 0;
   int packs = 0;
   int smem = 0;
-  int stages = kStages;
 };
 
 StagedPlan plan_staged(long long dim, int v) {
@@ -620,8 +617,7 @@ StagedPlan plan_staged(long long dim, int v) {
     while (p < kMaxStagedPacks && slice > static_cast<long long>(p) * kPreferredStagedThreads) p *= 2;
     const long long threads = ((slice + p - 1) / p + 31) / 32 * 32;
     if (threads > kStagedThreads) continue;
-    const int stages = slice * 32 <= kDeepStageBytes ? kDeepStages : kStages;
-    return {c, static_cast<int>(threads), p, static_cast<int>(stages * slice * 32), stages};
+    return {c, static_cast<int>(threads), p, static_cast<int>(kStages * slice * 32)};
   }
   return {};
 }
@@ -646,8 +642,7 @@ long long resident_groups(Kernel kernel, const StagedPlan& plan, cudaStream_t s)
 }
 
 template <class T>
-using BackwardKernel = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float, int,
-                                long long, int);
+using BackwardKernel = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float, int, int);
 template <class T>
 using LoopBackward = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float);
 
@@ -676,15 +671,10 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   // 192 KB of stages fit sm_90 (227 KB a block) but not every device that runs the compute_80 PTX.
   if (plan.cluster == 0 || plan.smem + 1024 > device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) return false;
   BackwardKernel<T> kernel = nullptr;
-  const bool deep = plan.stages == kDeepStages;
   switch (plan.packs) {
-    case 1:
-      kernel = deep ? &backward_staged<kKind, T, 1, kDeepStages> : &backward_staged<kKind, T, 1, kStages>;
-      break;
-    case 2:
-      kernel = deep ? &backward_staged<kKind, T, 2, kDeepStages> : &backward_staged<kKind, T, 2, kStages>;
-      break;
-    case 4: kernel = &backward_staged<kKind, T, 4, kStages>; break;  // slices past kDeepStageBytes
+    case 1: kernel = &backward_staged<kKind, T, 1>; break;
+    case 2: kernel = &backward_staged<kKind, T, 2>; break;
+    case 4: kernel = &backward_staged<kKind, T, 4>; break;
     default: return false;
   }
   IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
@@ -693,14 +683,12 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   // About two blocks an SM (fewer when fewer fit): enough loads in flight, few partial rows.
   const long long resident = resident_groups(kernel, plan, s);
   if (resident <= 0) return false;
-  const long long max_groups = std::min({rows, resident, std::max(1LL, 2LL * sm_count() / plan.cluster)});
-  const long long rows_per_group = (rows + max_groups - 1) / max_groups;
-  long long groups = (rows + rows_per_group - 1) / rows_per_group;  // each with at least one row
+  long long groups = std::min({rows, resident, std::max(1LL, 2LL * sm_count() / plan.cluster)});
   // Whole-row blocks add their partial rows in clusters of `merge` (see merge_partials) when
-  // clusters that size keep all the groups resident; the last cluster's spare blocks have no rows.
+  // clusters that size keep all the groups resident; groups past `rows` have no rows.
   int merge = plan.cluster == 1 ? kMaxStagedCluster : 1;
   for (; merge > 1; merge /= 2) {
-    const StagedPlan merged{merge, plan.threads, plan.packs, plan.smem, plan.stages};
+    const StagedPlan merged{merge, plan.threads, plan.packs, plan.smem};
     if (groups >= 2 * merge && resident_groups(kernel, merged, s) * merge >= ceil_div(groups, merge) * merge) break;
   }
   groups = ceil_div(groups, merge) * merge;
@@ -712,7 +700,7 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   const int launch_cluster = plan.cluster * merge;  // one of the two is 1
   const RowPlan launch{launch_cluster, plan.threads, plan.smem};
   if (!launch_rows(kernel, launch, groups / merge, Stream{static_cast<void*>(s)}, xp, wp, gp, dxp, dw_part, db_part,
-                   rows, static_cast<int>(dim), eps, plan.cluster, rows_per_group, merge))
+                   rows, static_cast<int>(dim), eps, plan.cluster, merge))
     return false;
   IGNIS_CHECK_LAUNCH();
   sum_partials_into(dw_part, db_part, parts, dim, dweight, dbias, s);
