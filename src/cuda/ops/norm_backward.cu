@@ -1,10 +1,10 @@
 // RMSNorm and LayerNorm backward over rows.
 //
-// Backward (backward_staged): a block owns a group of rows (every groups-th row; about two blocks
-// an SM for the whole tensor) and a thread owns the same few packs of every row. Rows stream through a
-// ring of shared-memory stages (sm_90: bulk copies by the copy engine; else cp.async) filled two
-// rows ahead (RowStages), so loads stay in flight through the reductions whatever the
-// registers (which hold only the weight and the sums). Each row recomputes its statistics from
+// Backward (backward_staged): a block owns a group of rows (every groups-th row; about two
+// blocks an SM for the whole tensor) and a thread owns the same few packs of every row. Rows
+// stream through a ring of shared-memory stages (sm_90: bulk copies by the copy engine; else
+// cp.async) filled two rows ahead (RowStages), so loads stay in flight through the reductions
+// whatever the registers (which hold only the weight and the sums). Each row recomputes its statistics from
 // x (no saved rstd), then
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight (RMSNorm: no mean(g)
 // term and mean 0). LayerNorm takes two reductions a row (sum x; then sum (x - mean)^2, sum g and
@@ -186,7 +186,7 @@ __device__ __forceinline__ void wait_copies_but() {
 template <class PackT, int S, int P>
 struct RowStages {
   PackT* cache;  // [S][x, dy][slice] packs
-  const PackT* x;  // the block's first pack of the group's first row; rows `packs` apart
+  const PackT* x;  // the block's first pack of the group's first row; rows `stride` packs apart
   const PackT* dy;
   unsigned long long* landed;  // [S] mbarriers (sm_90)
   long long stride, n;  // packs from one of the group's rows to its next; the group's rows
@@ -301,8 +301,8 @@ __device__ void merge_partials(const float (&dw)[P][V], const float (&db)[P][V],
 // Thread t of a block owns packs t, t + blockDim.x, ... (P of them) of the block's slice in every
 // row; the rows stream through RowStages (kStages - 1 rows ahead, so DRAM stays busy through the
 // reductions and barriers), and the thread keeps its columns' dweight/dbias sums in registers
-// over the group's rows. At the end each block writes its slice of the group's partial row to dw_part /
-// db_part ([groups, dim] fp32), summed over groups in a fixed order by sum_partials; with
+// over the group's rows. At the end each block writes its slice of the group's partial row to
+// dw_part / db_part ([groups, dim] fp32), summed over groups in a fixed order by sum_partials; with
 // merge > 1 (whole-row blocks launched in clusters of merge) the cluster's blocks add their rows
 // first (merge_partials) and the parts are [groups / merge, dim].
 template <Kind kKind, class T, int P>
@@ -335,13 +335,13 @@ __global__ void __launch_bounds__(kStagedThreads)
   __shared__ unsigned long long landed[kStages];
   const long long start = group * packs + first;
   RowStages<PackT, kStages, P> stages{reinterpret_cast<PackT*>(staged_smem),
-                                reinterpret_cast<const PackT*>(x) + start,
-                                reinterpret_cast<const PackT*>(dy) + start,
-                                landed,
-                                packs * groups,
-                                n,
-                                slice,
-                                count};
+                                      reinterpret_cast<const PackT*>(x) + start,
+                                      reinterpret_cast<const PackT*>(dy) + start,
+                                      landed,
+                                      packs * groups,
+                                      n,
+                                      slice,
+                                      count};
   stages.start();
 
   // This thread's weight: as floats when they fit beside the sums (16 columns or fewer, two
