@@ -27,6 +27,7 @@
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
 #include "cuda/common/row_cache.cuh"
+#include "cuda/common/scratch.cuh"
 #include "cuda/ops/norm.h"
 #include "cuda/ops/norm_common.cuh"
 
@@ -572,24 +573,6 @@ __global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
   out[c0 + t] = from_float<T>(total);
 }
 
-// A stream-ordered device allocation, freed in stream order once the kernels using it are queued.
-class Workspace {
- public:
-  Workspace(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
-    if (bytes > 0) IGNIS_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream));
-  }
-  ~Workspace() {
-    if (data_ != nullptr) cudaFreeAsync(data_, stream_);  // a destructor must not throw
-  }
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
-  float* floats() const { return static_cast<float*>(data_); }
-
- private:
-  void* data_ = nullptr;
-  cudaStream_t stream_;
-};
-
 // Blocks that fit on the device at once: more would only add partial rows to sum.
 template <class Kernel>
 long long resident_blocks(Kernel kernel, int threads, std::size_t smem) {
@@ -694,13 +677,14 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   groups = ceil_div(groups, merge) * merge;
   const long long parts = groups / merge;
   const long long sums = kKind == Kind::layer ? 2 : 1;
-  Workspace partial(static_cast<std::size_t>(sums * parts * dim) * sizeof(float), s);
-  float* dw_part = partial.floats();
+  const Stream stream{static_cast<void*>(s)};
+  const Scratch partial(static_cast<std::size_t>(sums * parts * dim) * sizeof(float), stream);
+  float* dw_part = partial.at<float>(0);
   float* db_part = kKind == Kind::layer ? dw_part + parts * dim : nullptr;
   const int launch_cluster = plan.cluster * merge;  // one of the two is 1
   const RowPlan launch{launch_cluster, plan.threads, plan.smem};
-  if (!launch_rows(kernel, launch, groups / merge, Stream{static_cast<void*>(s)}, xp, wp, gp, dxp, dw_part, db_part,
-                   rows, static_cast<int>(dim), eps, plan.cluster, merge))
+  if (!launch_rows(kernel, launch, groups / merge, stream, xp, wp, gp, dxp, dw_part, db_part, rows,
+                   static_cast<int>(dim), eps, plan.cluster, merge))
     return false;
   IGNIS_CHECK_LAUNCH();
   sum_partials_into(dw_part, db_part, parts, dim, dweight, dbias, s);
@@ -729,8 +713,8 @@ void backward(const char* where, const Tensor& x, const Tensor& weight, const Te
   const int threads = packed ? 1024 : loop_threads(dim, 1);
   const long long blocks = std::min(rows, std::max(1LL, resident_blocks(loop, threads, 0)));
   const long long sums = kKind == Kind::layer ? 2 : 1;
-  Workspace partial(static_cast<std::size_t>(sums * blocks * dim) * sizeof(float), s);
-  float* dw_part = partial.floats();
+  const Scratch partial(static_cast<std::size_t>(sums * blocks * dim) * sizeof(float), stream);
+  float* dw_part = partial.at<float>(0);
   float* db_part = kKind == Kind::layer && blocks > 0 ? dw_part + blocks * dim : nullptr;
   if (blocks > 0) {
     loop<<<static_cast<unsigned>(blocks), threads, 0, s>>>(xp, wp, gp, dxp, dw_part, db_part, rows,
