@@ -4,19 +4,19 @@
 // blocks an SM for the whole tensor) and a thread owns the same few packs of every row. Rows
 // stream through a ring of shared-memory stages (sm_90: bulk copies by the copy engine; else
 // cp.async) filled two rows ahead (RowStages), so loads stay in flight through the reductions
-// whatever the registers (which hold only the weight and the sums). Each row recomputes its statistics from
-// x (no saved rstd), then
+// whatever the registers (which hold only the weight and the sums). Each row recomputes its
+// statistics from x (no saved rstd), then
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight (RMSNorm: no mean(g)
 // term and mean 0). LayerNorm takes two reductions a row (sum x; then sum (x - mean)^2, sum g and
 // sum g (x - mean) together, mean(g * xhat) being rstd * mean(g (x - mean))), RMSNorm one
 // (sum x^2 and sum g x); LayerNorm rows of 16 columns a thread or fewer take one reduction too,
-// of sums shifted by the previous row's mean, unless that would cancel (see kShifted).
+// of sums shifted by the mean of the group's previous row, unless that would cancel (kShifted).
 // dweight = sum over rows of dy * xhat and dbias = sum of dy stay in fp32 registers over the
 // group's rows, are written as one partial row per group into a [groups, dim] workspace (whole-row
 // blocks run in clusters of up to 8 and add their rows through distributed shared memory first,
-// so one partial row a cluster), and are summed over groups in a fixed order by a second kernel: no atomics,
-// deterministic. Rows longer than one block's slice are split over a cluster, whose reductions
-// go through distributed shared memory; unaligned or longer rows take a looping kernel.
+// so one partial row a cluster), and are summed over groups in a fixed order by a second kernel:
+// no atomics, deterministic. Rows longer than one block's slice are split over a cluster, whose
+// reductions go through distributed shared memory; unaligned or longer rows take a looping kernel.
 // RMSNorm is the LayerNorm computation with the mean fixed at 0 and no bias.
 #include <algorithm>
 #include <climits>
@@ -363,13 +363,13 @@ __global__ void __launch_bounds__(kStagedThreads)
     else return to_float(w[p].v[j]);
   };
   const float inv_dim = 1.0f / static_cast<float>(dim);
-  // LayerNorm sums d = x - shift. With kShifted, shift is the previous row's mean (0 before the
-  // first), so one reduction gives the mean, the variance E[d^2] - E[d]^2 and sum g (x - mean):
-  // a common offset cancels exactly in d. Where E[d]^2 > the variance (a row far from the
-  // previous one) that loses more than one bit, and the row takes a second, two-pass reduction;
-  // the branch is the same in every thread of the block and cluster (the sums have the same bits
-  // everywhere). Without kShifted (32 columns a thread: no registers for the fallback) shift is
-  // the row's mean, from a reduction of its own first.
+  // LayerNorm sums d = x - shift. With kShifted, shift is the mean of the group's previous row
+  // (`groups` rows up; 0 before the first), so one reduction gives the mean, the variance
+  // E[d^2] - E[d]^2 and sum g (x - mean): a common offset cancels exactly in d. Where E[d]^2 >
+  // the variance (a row far from the previous one) that loses more than one bit, and the row
+  // takes a second, two-pass reduction; the branch is the same in every thread of the block and
+  // cluster (the sums have the same bits everywhere). Without kShifted (32 columns a thread: no
+  // registers for the fallback) shift is the row's mean, from a reduction of its own first.
   constexpr bool kShifted = kKind == Kind::layer && P * V <= 16;
   float shift = 0.0f;
 
