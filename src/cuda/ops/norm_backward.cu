@@ -13,8 +13,10 @@
 // of sums shifted by the previous row's mean, unless that would cancel (see kShifted).
 // dweight = sum over rows of dy * xhat and dbias = sum of dy stay in fp32 registers over the
 // group's rows, are written as one partial row per group into a [groups, dim] workspace, and are
-// summed over groups in a fixed order: no atomics, deterministic. Whole-row blocks do that sum
-// themselves after a grid barrier (one cooperative launch); split rows leave it to a second kernel. Rows longer than one block's slice are split over a cluster, whose reductions
+// summed over groups in a fixed order: no atomics, deterministic. Rows of up to 4096 columns do that
+// sum in the same launch after a grid barrier (cooperative); longer whole-row blocks first add
+// their partial rows in clusters of up to 8 through distributed shared memory, and a second kernel
+// sums what is left. Rows longer than one block's slice are split over a cluster, whose reductions
 // go through distributed shared memory; unaligned or longer rows take a looping kernel.
 // RMSNorm is the LayerNorm computation with the mean fixed at 0 and no bias.
 #include <algorithm>
@@ -48,6 +50,11 @@ constexpr int kMaxStagedPacks = 4;
 constexpr int kStagedThreads = 512;
 constexpr int kPreferredStagedThreads = 256;
 constexpr int kMaxStagedCluster = 8;  // the portable cluster size
+// Rows this long or shorter sum their partial rows in the same (cooperative) launch. Longer rows
+// keep two launches and the cluster merge of partial rows: without the merge their partial rows
+// (264 x 8192 floats a sum) cost more than the second launch (bf16 8192 / 16384 lost 2-3 points
+// of copy, H100 PERF_NOTES session 5).
+constexpr long long kFinishColumns = 4096;
 constexpr int kSumSlices = 32;  // row slices of the partial-sum kernel
 constexpr int kSumColumns = 32;  // columns a block of the partial-sum kernel
 
@@ -251,6 +258,51 @@ struct RowStages {
   }
 };
 
+// The partial sums of the `merge` blocks of a cluster (each with its own rows, whole rows a
+// block: count = packs, first = 0) added through distributed shared memory into one partial row:
+// each block puts its dweight (and dbias) row into its own shared memory, and block r adds part r
+// of the rows over the blocks in rank order (the same bits whatever the timing) and writes it to
+// row blockIdx.x / merge of dw_part / db_part. merge times fewer partial rows to write and to
+// read back. smem: the block's stages, at least 2 * dim floats (a stage holds dim x and dy).
+template <Kind kKind, int P, int V>
+__device__ void merge_partials(const float (&dw)[P][V], const float (&db)[P][V], unsigned char* smem,
+                               float* __restrict__ dw_part, float* __restrict__ db_part, int dim, int merge) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
+  float* mine = reinterpret_cast<float*>(smem);  // [sums][dim]
+  __syncthreads();  // other threads may still read their last row's stage (every copy has landed)
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int k = tid + p * threads;
+    if (k * V >= dim) continue;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      mine[k * V + j] = dw[p][j];
+      if constexpr (kKind == Kind::layer) mine[dim + k * V + j] = db[p][j];
+    }
+  }
+  cluster.sync();
+  constexpr int kSums = kKind == Kind::layer ? 2 : 1;
+  const int quads = kSums * dim / 4;
+  const int part = (quads + merge - 1) / merge;
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int end = min(quads, (rank + 1) * part);
+  const long long row = static_cast<long long>(blockIdx.x / merge) * dim;
+  for (int q = rank * part + tid; q < end; q += threads) {
+    float4* local = reinterpret_cast<float4*>(mine) + q;
+    float4 sum = *cluster.map_shared_rank(local, 0);
+    for (int r = 1; r < merge; ++r) sum = Add{}(sum, *cluster.map_shared_rank(local, r));
+    const int c = 4 * q;
+    float* out = c < dim ? dw_part + row + c : db_part + row + (c - dim);
+    *reinterpret_cast<float4*>(out) = sum;
+  }
+  cluster.sync();  // the other blocks may still be reading this block's row
+#else
+  __trap();
+#endif
+}
+
 // out[c] = sum over p < parts of part[p * dim + c] for the kSumColumns columns from c0, in a
 // fixed order (the same bits whatever the timing): the block's threads form slices of
 // kSumColumns / W threads (W columns each, float4 loads when W = 4, which needs dim % 4 == 0);
@@ -300,8 +352,10 @@ constexpr long long sum_tile_bytes(long long threads) { return threads / (kSumCo
 // row; the rows stream through RowStages (kStages - 1 rows ahead, so DRAM stays busy through the
 // reductions and barriers), and the thread keeps its columns' dweight/dbias sums in registers
 // over the group's rows. At the end each block writes its slice of the group's partial row to
-// dw_part / db_part ([groups, dim] fp32). With `finish` (a cooperative launch of whole-row blocks,
-// all resident) the grid then waits for every partial row and its blocks sum them, a share of the
+// dw_part / db_part ([groups, dim] fp32); with merge > 1 (whole-row blocks launched in clusters of
+// merge) the cluster's blocks add their rows first (merge_partials) and the parts are
+// [groups / merge, dim]. With `finish` (merge 1, a cooperative launch of whole-row blocks, all
+// resident) the grid then waits for every partial row and its blocks sum them, a share of the
 // columns each, into dweight / dbias ([dim]); otherwise sum_partials does that in a second launch.
 // x, dy, dx: [rows, dim]; weight: [dim].
 template <Kind kKind, class T, int P>
@@ -309,7 +363,7 @@ __global__ void __launch_bounds__(kStagedThreads)
     backward_staged(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
                     T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part,
                     T* __restrict__ dweight, T* __restrict__ dbias, long long rows, int dim, float eps, int cluster,
-                    int finish) {
+                    int merge, int finish) {
   constexpr int V = 16 / sizeof(T);
   using PackT = Pack<T, V>;
   extern __shared__ __align__(16) unsigned char staged_smem[];  // [kStages][x, dy][slice] packs
@@ -462,6 +516,10 @@ __global__ void __launch_bounds__(kStagedThreads)
     }
   }
 
+  if (merge > 1) {
+    merge_partials<kKind, P, V>(dw, db, staged_smem, dw_part, db_part, dim, merge);
+    return;
+  }
   float* pw = dw_part + group * dim;
   float* pb = kKind == Kind::layer ? db_part + group * dim : nullptr;
 #pragma unroll
@@ -621,7 +679,7 @@ long long resident_groups(Kernel kernel, const StagedPlan& plan, cudaStream_t s)
 
 template <class T>
 using BackwardKernel = void (*)(const T*, const T*, const T*, T*, float*, float*, T*, T*, long long, int, float, int,
-                                int);
+                                int, int);
 template <class T>
 using LoopBackward = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float);
 
@@ -662,15 +720,16 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   // About two blocks an SM (fewer when fewer fit): enough loads in flight, few partial rows.
   const long long resident = resident_groups(kernel, plan, s);
   if (resident <= 0) return false;
-  const long long groups = std::min({rows, resident, std::max(1LL, 2LL * sm_count() / plan.cluster)});
+  long long groups = std::min({rows, resident, std::max(1LL, 2LL * sm_count() / plan.cluster)});
   const long long sums = kKind == Kind::layer ? 2 : 1;
-  Workspace partial(static_cast<std::size_t>(sums * groups * dim) * sizeof(float), s);
-  float* dw_part = partial.floats();
-  float* db_part = kKind == Kind::layer ? dw_part + groups * dim : nullptr;
-  // Whole-row blocks, all resident: one cooperative launch that also sums the partial rows
-  // (sum_partials as a second launch cost ~4 us a call, H100 PERF_NOTES session 5).
-  if (plan.cluster == 1 && sum_tile_bytes(plan.threads) <= plan.smem &&
+  // Rows of up to kFinishColumns, whole-row blocks, all resident: one cooperative launch that also
+  // sums the partial rows (sum_partials as a second launch cost ~4 us a call, H100 PERF_NOTES
+  // session 5).
+  if (plan.cluster == 1 && dim <= kFinishColumns && sum_tile_bytes(plan.threads) <= plan.smem &&
       device_attribute(cudaDevAttrCooperativeLaunch) != 0) {
+    Workspace partial(static_cast<std::size_t>(sums * groups * dim) * sizeof(float), s);
+    float* dw_part = partial.floats();
+    float* db_part = kKind == Kind::layer ? dw_part + groups * dim : nullptr;
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(static_cast<unsigned>(groups));
     config.blockDim = dim3(static_cast<unsigned>(plan.threads));
@@ -682,16 +741,28 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
     config.attrs = &cooperative;
     config.numAttrs = 1;
     if (cudaLaunchKernelEx(&config, kernel, xp, wp, gp, dxp, dw_part, db_part, dweight, dbias, rows,
-                           static_cast<int>(dim), eps, 1, 1) == cudaSuccess)
+                           static_cast<int>(dim), eps, 1, 1, 1) == cudaSuccess)
       return true;
     (void)cudaGetLastError();  // refused (too many blocks for a cooperative grid, MPS limits): two launches
   }
-  const RowPlan launch{plan.cluster, plan.threads, plan.smem};
-  if (!launch_rows(kernel, launch, groups, Stream{static_cast<void*>(s)}, xp, wp, gp, dxp, dw_part, db_part, dweight,
-                   dbias, rows, static_cast<int>(dim), eps, plan.cluster, 0))
+  // Whole-row blocks add their partial rows in clusters of `merge` (see merge_partials) when
+  // clusters that size keep all the groups resident; groups past `rows` have no rows.
+  int merge = plan.cluster == 1 ? kMaxStagedCluster : 1;
+  for (; merge > 1; merge /= 2) {
+    const StagedPlan merged{merge, plan.threads, plan.packs, plan.smem};
+    if (groups >= 2 * merge && resident_groups(kernel, merged, s) * merge >= ceil_div(groups, merge) * merge) break;
+  }
+  groups = ceil_div(groups, merge) * merge;
+  const long long parts = groups / merge;
+  Workspace partial(static_cast<std::size_t>(sums * parts * dim) * sizeof(float), s);
+  float* dw_part = partial.floats();
+  float* db_part = kKind == Kind::layer ? dw_part + parts * dim : nullptr;
+  const RowPlan launch{plan.cluster * merge, plan.threads, plan.smem};  // one of the two is 1
+  if (!launch_rows(kernel, launch, groups / merge, Stream{static_cast<void*>(s)}, xp, wp, gp, dxp, dw_part, db_part,
+                   dweight, dbias, rows, static_cast<int>(dim), eps, plan.cluster, merge, 0))
     return false;
   IGNIS_CHECK_LAUNCH();
-  sum_partials_into(dw_part, db_part, groups, dim, dweight, dbias, s);
+  sum_partials_into(dw_part, db_part, parts, dim, dweight, dbias, s);
   return true;
 }
 
