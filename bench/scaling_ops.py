@@ -14,15 +14,13 @@ import argparse
 import os
 import sys
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_ops  # noqa: E402
-from profile_ops import find_op  # noqa: E402
 
 
 def fit_line(xs, ys):
-    """Least-squares intercept and slope of ys against xs."""
+    """Least-squares intercept and slope of ys against xs (at least two distinct xs)."""
+    if len(set(xs)) < 2:
+        raise ValueError("fit_line: needs at least two distinct x values")
     n = len(xs)
     mx, my = sum(xs) / n, sum(ys) / n
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
@@ -30,6 +28,9 @@ def fit_line(xs, ys):
 
 
 def time_rows(fn, op, shape, dtype, reps):
+    import bench_ops
+    import torch
+
     nbytes = op.bytes_moved(shape, dtype)
     sets = [op.make_inputs(shape, dtype) for _ in range(bench_ops.input_set_count(nbytes))]
     ms = bench_ops.device_ms(fn(op), sets, reps, warmup=5)
@@ -46,8 +47,11 @@ def main():
     parser.add_argument("--torch", action="store_true", help="also time torch's equivalent")
     args = parser.parse_args()
     rows = [int(r) for r in args.rows.split(",")]
-    if len(rows) < 2:
-        parser.error("--rows: at least two row counts")
+    if len(set(rows)) < 2:
+        parser.error("--rows: at least two different row counts")
+    import torch  # here, not at the top: fit_line is tested where torch is not installed
+    from profile_ops import find_op
+
     torch.manual_seed(0)
     who = [("ignis", lambda op: op.ignis_fn)] + ([("torch", lambda op: op.torch_fn)] if args.torch else [])
     print("| case | impl | rows | us | GB/s |\n| --- | --- | ---: | ---: | ---: |")

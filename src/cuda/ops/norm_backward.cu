@@ -29,6 +29,7 @@
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
 #include "cuda/common/row_cache.cuh"
+#include "cuda/common/scratch.cuh"
 #include "cuda/ops/norm.h"
 #include "cuda/ops/norm_common.cuh"
 
@@ -608,24 +609,6 @@ __global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
                     bias ? dbias : dweight, tile);
 }
 
-// A stream-ordered device allocation, freed in stream order once the kernels using it are queued.
-class Workspace {
- public:
-  Workspace(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
-    if (bytes > 0) IGNIS_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream));
-  }
-  ~Workspace() {
-    if (data_ != nullptr) cudaFreeAsync(data_, stream_);  // a destructor must not throw
-  }
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
-  float* floats() const { return static_cast<float*>(data_); }
-
- private:
-  void* data_ = nullptr;
-  cudaStream_t stream_;
-};
-
 // Blocks that fit on the device at once: more would only add partial rows to sum.
 template <class Kernel>
 long long resident_blocks(Kernel kernel, int threads, std::size_t smem) {
@@ -722,13 +705,14 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   if (resident <= 0) return false;
   long long groups = std::min({rows, resident, std::max(1LL, 2LL * sm_count() / plan.cluster)});
   const long long sums = kKind == Kind::layer ? 2 : 1;
+  const Stream stream{static_cast<void*>(s)};
   // Rows of up to kFinishColumns, whole-row blocks, all resident: one cooperative launch that also
   // sums the partial rows (sum_partials as a second launch cost ~4 us a call, H100 PERF_NOTES
   // session 5).
   if (plan.cluster == 1 && dim <= kFinishColumns && sum_tile_bytes(plan.threads) <= plan.smem &&
       device_attribute(cudaDevAttrCooperativeLaunch) != 0) {
-    Workspace partial(static_cast<std::size_t>(sums * groups * dim) * sizeof(float), s);
-    float* dw_part = partial.floats();
+    const Scratch partial(static_cast<std::size_t>(sums * groups * dim) * sizeof(float), stream);
+    float* dw_part = partial.at<float>(0);
     float* db_part = kKind == Kind::layer ? dw_part + groups * dim : nullptr;
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(static_cast<unsigned>(groups));
@@ -754,12 +738,12 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   }
   groups = ceil_div(groups, merge) * merge;
   const long long parts = groups / merge;
-  Workspace partial(static_cast<std::size_t>(sums * parts * dim) * sizeof(float), s);
-  float* dw_part = partial.floats();
+  const Scratch partial(static_cast<std::size_t>(sums * parts * dim) * sizeof(float), stream);
+  float* dw_part = partial.at<float>(0);
   float* db_part = kKind == Kind::layer ? dw_part + parts * dim : nullptr;
   const RowPlan launch{plan.cluster * merge, plan.threads, plan.smem};  // one of the two is 1
-  if (!launch_rows(kernel, launch, groups / merge, Stream{static_cast<void*>(s)}, xp, wp, gp, dxp, dw_part, db_part,
-                   dweight, dbias, rows, static_cast<int>(dim), eps, plan.cluster, merge, 0))
+  if (!launch_rows(kernel, launch, groups / merge, stream, xp, wp, gp, dxp, dw_part, db_part, dweight, dbias, rows,
+                   static_cast<int>(dim), eps, plan.cluster, merge, 0))
     return false;
   IGNIS_CHECK_LAUNCH();
   sum_partials_into(dw_part, db_part, parts, dim, dweight, dbias, s);
@@ -788,8 +772,8 @@ void backward(const char* where, const Tensor& x, const Tensor& weight, const Te
   const int threads = packed ? 1024 : loop_threads(dim, 1);
   const long long blocks = std::min(rows, std::max(1LL, resident_blocks(loop, threads, 0)));
   const long long sums = kKind == Kind::layer ? 2 : 1;
-  Workspace partial(static_cast<std::size_t>(sums * blocks * dim) * sizeof(float), s);
-  float* dw_part = partial.floats();
+  const Scratch partial(static_cast<std::size_t>(sums * blocks * dim) * sizeof(float), stream);
+  float* dw_part = partial.at<float>(0);
   float* db_part = kKind == Kind::layer && blocks > 0 ? dw_part + blocks * dim : nullptr;
   if (blocks > 0) {
     loop<<<static_cast<unsigned>(blocks), threads, 0, s>>>(xp, wp, gp, dxp, dw_part, db_part, rows,
