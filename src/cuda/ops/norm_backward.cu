@@ -12,14 +12,16 @@
 // (sum x^2 and sum g x); LayerNorm rows of 16 columns a thread or fewer take one reduction too,
 // of sums shifted by the mean of the group's previous row, unless that would cancel (kShifted).
 // dweight = sum over rows of dy * xhat and dbias = sum of dy stay in fp32 registers over the
-// group's rows, are written as one partial row per group into a [groups, dim] workspace (whole-row
-// blocks run in clusters of up to 8 and add their rows through distributed shared memory first,
-// so one partial row a cluster), and are summed over groups in a fixed order by a second kernel:
-// no atomics, deterministic. Rows longer than one block's slice are split over a cluster, whose
-// reductions go through distributed shared memory; unaligned or longer rows take a looping kernel.
+// group's rows, are written as one partial row per group into a [groups, dim] workspace, and are
+// summed over groups in a fixed order: no atomics, deterministic. Rows of up to 4096 columns do that
+// sum in the same launch after a grid barrier (cooperative); longer whole-row blocks first add
+// their partial rows in clusters of up to 8 through distributed shared memory, and a second kernel
+// sums what is left. Rows longer than one block's slice are split over a cluster, whose reductions
+// go through distributed shared memory; unaligned or longer rows take a looping kernel.
 // RMSNorm is the LayerNorm computation with the mean fixed at 0 and no bias.
 #include <algorithm>
 #include <climits>
+#include <cooperative_groups.h>
 #include <type_traits>
 
 #include "cuda/common/bulk_copy.cuh"
@@ -49,6 +51,11 @@ constexpr int kMaxStagedPacks = 4;
 constexpr int kStagedThreads = 512;
 constexpr int kPreferredStagedThreads = 256;
 constexpr int kMaxStagedCluster = 8;  // the portable cluster size
+// Rows this long or shorter sum their partial rows in the same (cooperative) launch. Longer rows
+// keep two launches and the cluster merge of partial rows: without the merge their partial rows
+// (264 x 8192 floats a sum) cost more than the second launch (bf16 8192 / 16384 lost 2-3 points
+// of copy, H100 PERF_NOTES session 5).
+constexpr long long kFinishColumns = 4096;
 constexpr int kSumSlices = 32;  // row slices of the partial-sum kernel
 constexpr int kSumColumns = 32;  // columns a block of the partial-sum kernel
 
@@ -297,20 +304,67 @@ __device__ void merge_partials(const float (&dw)[P][V], const float (&db)[P][V],
 #endif
 }
 
+// out[c] = sum over p < parts of part[p * dim + c] for the kSumColumns columns from c0, in a
+// fixed order (the same bits whatever the timing): the block's threads form slices of
+// kSumColumns / W threads (W columns each, float4 loads when W = 4, which needs dim % 4 == 0);
+// slice y adds partial rows y, y + slices, ..., then thread t < kSumColumns adds column t's slices
+// in order. tile: (blockDim.x / (kSumColumns / W)) x (kSumColumns + 1) floats of shared memory.
+template <class T, int W>
+__device__ void sum_columns(const float* __restrict__ part, long long parts, int dim, int c0, T* __restrict__ out,
+                            float* tile) {
+  constexpr int kLanes = kSumColumns / W;
+  const int t = static_cast<int>(threadIdx.x), slices = static_cast<int>(blockDim.x) / kLanes;
+  const int y = t / kLanes, c = c0 + (t % kLanes) * W;
+  float s[W] = {};
+  if (y < slices && c < dim) {
+#pragma unroll 4
+    for (long long p = y; p < parts; p += slices) {
+      const float* src = part + p * dim + c;
+      if constexpr (W == 4) {
+        const float4 v = *reinterpret_cast<const float4*>(src);
+        s[0] += v.x;
+        s[1] += v.y;
+        s[2] += v.z;
+        s[3] += v.w;
+      } else {
+#pragma unroll
+        for (int j = 0; j < W; ++j) s[j] += src[j];
+      }
+    }
+  }
+  if (y < slices)
+#pragma unroll
+    for (int j = 0; j < W; ++j) tile[y * (kSumColumns + 1) + (t % kLanes) * W + j] = s[j];
+  __syncthreads();
+  if (t < kSumColumns && c0 + t < dim) {
+    float total = 0.0f;
+    for (int i = 0; i < slices; ++i) total += tile[i * (kSumColumns + 1) + t];
+    out[c0 + t] = from_float<T>(total);
+  }
+  __syncthreads();  // the tile is free for the caller's next columns
+}
+
+// Shared-memory bytes of sum_columns' tile for blocks of `threads` threads, W = 4.
+constexpr long long sum_tile_bytes(long long threads) { return threads / (kSumColumns / 4) * (kSumColumns + 1) * 4; }
+
 // The backward of rows cached in shared memory. A group of rows (rows g, g + groups, ...)
 // belongs to one block, or to a cluster of `cluster` blocks each holding a slice of the columns.
 // Thread t of a block owns packs t, t + blockDim.x, ... (P of them) of the block's slice in every
 // row; the rows stream through RowStages (kStages - 1 rows ahead, so DRAM stays busy through the
 // reductions and barriers), and the thread keeps its columns' dweight/dbias sums in registers
 // over the group's rows. At the end each block writes its slice of the group's partial row to
-// dw_part / db_part ([groups, dim] fp32), summed over groups in a fixed order by sum_partials; with
-// merge > 1 (whole-row blocks launched in clusters of merge) the cluster's blocks add their rows
-// first (merge_partials) and the parts are [groups / merge, dim].
+// dw_part / db_part ([groups, dim] fp32); with merge > 1 (whole-row blocks launched in clusters of
+// merge) the cluster's blocks add their rows first (merge_partials) and the parts are
+// [groups / merge, dim]. With `finish` (merge 1, a cooperative launch of whole-row blocks, all
+// resident) the grid then waits for every partial row and its blocks sum them, a share of the
+// columns each, into dweight / dbias ([dim]); otherwise sum_partials does that in a second launch.
+// x, dy, dx: [rows, dim]; weight: [dim].
 template <Kind kKind, class T, int P>
 __global__ void __launch_bounds__(kStagedThreads)
     backward_staged(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
-                    T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part, long long rows,
-                    int dim, float eps, int cluster, int merge) {
+                    T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part,
+                    T* __restrict__ dweight, T* __restrict__ dbias, long long rows, int dim, float eps, int cluster,
+                    int merge, int finish) {
   constexpr int V = 16 / sizeof(T);
   using PackT = Pack<T, V>;
   extern __shared__ __align__(16) unsigned char staged_smem[];  // [kStages][x, dy][slice] packs
@@ -483,6 +537,16 @@ __global__ void __launch_bounds__(kStagedThreads)
             make_float4(db[p][4 * q], db[p][4 * q + 1], db[p][4 * q + 2], db[p][4 * q + 3]);
     }
   }
+  if (!finish) return;
+  cooperative_groups::this_grid().sync();  // every group's partial row written and visible
+  // The stages are free (every copy landed before the last row was read): they hold the tile.
+  const int chunks = (dim + kSumColumns - 1) / kSumColumns;
+  const int items = (kKind == Kind::layer ? 2 : 1) * chunks;
+  for (int item = static_cast<int>(blockIdx.x); item < items; item += static_cast<int>(gridDim.x)) {
+    const bool bias = item >= chunks;
+    sum_columns<T, 4>(bias ? db_part : dw_part, groups, dim, (item % chunks) * kSumColumns, bias ? dbias : dweight,
+                      reinterpret_cast<float*>(staged_smem));
+  }
 }
 
 // Rows too long for registers: three passes per row (statistics, sums, dx). The block's
@@ -532,45 +596,17 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-// out[c] = sum over p of part[p, c], in a fixed order, for dweight (blockIdx.y 0) and dbias (1).
-// A block takes kSumColumns columns (so that even 4096-wide rows give every SM a block), in
-// threads of W columns (W = 4: float4 loads, dim % 4 == 0); slice y sums every kSumSlices-th
-// partial row, then thread t < kSumColumns adds column t's slices in order.
+// out[c] = sum over p of part[p, c], in a fixed order, for dweight (blockIdx.y 0) and dbias (1):
+// a block takes kSumColumns columns (so that even 4096-wide rows give every SM a block) in
+// kSumSlices slices of threads (sum_columns). part: [parts, dim]; out: [dim].
 template <class T, int W>
 __global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
     sum_partials(const float* __restrict__ dw_part, const float* __restrict__ db_part, int parts, int dim,
                  T* __restrict__ dweight, T* __restrict__ dbias) {
-  __shared__ float tile[kSumSlices][kSumColumns + 1];
-  const float* part = blockIdx.y == 0 ? dw_part : db_part;
-  T* out = blockIdx.y == 0 ? dweight : dbias;
-  const int c0 = blockIdx.x * kSumColumns;
-  const int c = c0 + static_cast<int>(threadIdx.x) * W;
-  float s[W] = {};
-  if (c < dim) {
-#pragma unroll 4
-    for (int p = threadIdx.y; p < parts; p += kSumSlices) {
-      const float* src = part + static_cast<long long>(p) * dim + c;
-      if constexpr (W == 4) {
-        const float4 v = *reinterpret_cast<const float4*>(src);
-        s[0] += v.x;
-        s[1] += v.y;
-        s[2] += v.z;
-        s[3] += v.w;
-      } else {
-#pragma unroll
-        for (int j = 0; j < W; ++j) s[j] += src[j];
-      }
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < W; ++j) tile[threadIdx.y][threadIdx.x * W + j] = s[j];
-  __syncthreads();
-  const int t = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
-  if (t >= kSumColumns || c0 + t >= dim) return;
-  float total = 0.0f;
-#pragma unroll
-  for (int i = 0; i < kSumSlices; ++i) total += tile[i][t];
-  out[c0 + t] = from_float<T>(total);
+  __shared__ float tile[kSumSlices * (kSumColumns + 1)];
+  const bool bias = blockIdx.y != 0;
+  sum_columns<T, W>(bias ? db_part : dw_part, parts, dim, static_cast<int>(blockIdx.x) * kSumColumns,
+                    bias ? dbias : dweight, tile);
 }
 
 // Blocks that fit on the device at once: more would only add partial rows to sum.
@@ -625,7 +661,8 @@ long long resident_groups(Kernel kernel, const StagedPlan& plan, cudaStream_t s)
 }
 
 template <class T>
-using BackwardKernel = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float, int, int);
+using BackwardKernel = void (*)(const T*, const T*, const T*, T*, float*, float*, T*, T*, long long, int, float, int,
+                                int, int);
 template <class T>
 using LoopBackward = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float);
 
@@ -636,10 +673,10 @@ void sum_partials_into(const float* dw_part, const float* db_part, long long par
   const unsigned sums = dbias != nullptr ? 2 : 1;
   const dim3 grid(static_cast<unsigned>(ceil_div(dim, kSumColumns)), sums);
   if (dim % 4 == 0)
-    sum_partials<T, 4><<<grid, dim3(kSumColumns / 4, kSumSlices), 0, s>>>(
+    sum_partials<T, 4><<<grid, kSumColumns / 4 * kSumSlices, 0, s>>>(
         dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
   else
-    sum_partials<T, 1><<<grid, dim3(kSumColumns, kSumSlices), 0, s>>>(
+    sum_partials<T, 1><<<grid, kSumColumns * kSumSlices, 0, s>>>(
         dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
   IGNIS_CHECK_LAUNCH();
 }
@@ -667,6 +704,31 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   const long long resident = resident_groups(kernel, plan, s);
   if (resident <= 0) return false;
   long long groups = std::min({rows, resident, std::max(1LL, 2LL * sm_count() / plan.cluster)});
+  const long long sums = kKind == Kind::layer ? 2 : 1;
+  const Stream stream{static_cast<void*>(s)};
+  // Rows of up to kFinishColumns, whole-row blocks, all resident: one cooperative launch that also
+  // sums the partial rows (sum_partials as a second launch cost ~4 us a call, H100 PERF_NOTES
+  // session 5).
+  if (plan.cluster == 1 && dim <= kFinishColumns && sum_tile_bytes(plan.threads) <= plan.smem &&
+      device_attribute(cudaDevAttrCooperativeLaunch) != 0) {
+    const Scratch partial(static_cast<std::size_t>(sums * groups * dim) * sizeof(float), stream);
+    float* dw_part = partial.at<float>(0);
+    float* db_part = kKind == Kind::layer ? dw_part + groups * dim : nullptr;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(groups));
+    config.blockDim = dim3(static_cast<unsigned>(plan.threads));
+    config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem);
+    config.stream = s;
+    cudaLaunchAttribute cooperative{};
+    cooperative.id = cudaLaunchAttributeCooperative;
+    cooperative.val.cooperative = 1;
+    config.attrs = &cooperative;
+    config.numAttrs = 1;
+    if (cudaLaunchKernelEx(&config, kernel, xp, wp, gp, dxp, dw_part, db_part, dweight, dbias, rows,
+                           static_cast<int>(dim), eps, 1, 1, 1) == cudaSuccess)
+      return true;
+    (void)cudaGetLastError();  // refused (too many blocks for a cooperative grid, MPS limits): two launches
+  }
   // Whole-row blocks add their partial rows in clusters of `merge` (see merge_partials) when
   // clusters that size keep all the groups resident; groups past `rows` have no rows.
   int merge = plan.cluster == 1 ? kMaxStagedCluster : 1;
@@ -676,15 +738,12 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   }
   groups = ceil_div(groups, merge) * merge;
   const long long parts = groups / merge;
-  const long long sums = kKind == Kind::layer ? 2 : 1;
-  const Stream stream{static_cast<void*>(s)};
   const Scratch partial(static_cast<std::size_t>(sums * parts * dim) * sizeof(float), stream);
   float* dw_part = partial.at<float>(0);
   float* db_part = kKind == Kind::layer ? dw_part + parts * dim : nullptr;
-  const int launch_cluster = plan.cluster * merge;  // one of the two is 1
-  const RowPlan launch{launch_cluster, plan.threads, plan.smem};
-  if (!launch_rows(kernel, launch, groups / merge, stream, xp, wp, gp, dxp, dw_part, db_part, rows,
-                   static_cast<int>(dim), eps, plan.cluster, merge))
+  const RowPlan launch{plan.cluster * merge, plan.threads, plan.smem};  // one of the two is 1
+  if (!launch_rows(kernel, launch, groups / merge, stream, xp, wp, gp, dxp, dw_part, db_part, dweight, dbias, rows,
+                   static_cast<int>(dim), eps, plan.cluster, merge, 0))
     return false;
   IGNIS_CHECK_LAUNCH();
   sum_partials_into(dw_part, db_part, parts, dim, dweight, dbias, s);
