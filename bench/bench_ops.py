@@ -27,6 +27,7 @@ import datetime
 import math
 import statistics
 import sys
+import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -43,6 +44,13 @@ DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 # Spin cycles queued before each timed call: ~0.5 ms, far above the host's cost of one call.
 SPIN_CYCLES = 1_000_000
+
+# After device memory goes back to the driver, the GPU keeps clearing it in the background for a
+# while, and that competes with whatever is timed next: on the H100 (2026-11-21) the first op timed
+# after the 4096x128256 cases (~20 GB freed) ran 10-13% slow, and with torch timed first it was
+# torch that lost 13%; one second of waiting removed it for both. The wait scales with what was freed.
+SETTLE_S = 0.05
+SETTLE_BYTES_PER_S = 20e9
 
 
 def max_abs_diff(a, b):
@@ -364,6 +372,15 @@ def same_size_copy_bandwidth(nbytes, reps):
     return 8 * elems / (ms * 1e-3) / 1e9
 
 
+def free_cached_memory():
+    """Returns torch's cached blocks to the driver, then waits while the freed memory is cleared."""
+    before = torch.cuda.memory_reserved()
+    torch.cuda.empty_cache()
+    freed = before - torch.cuda.memory_reserved()
+    torch.cuda.synchronize()
+    time.sleep(SETTLE_S + freed / SETTLE_BYTES_PER_S)
+
+
 def run_case(op, shape, dtype, reps, copy_gbs):
     nbytes = op.bytes_moved(shape, dtype)
     sets = [op.make_inputs(shape, dtype) for _ in range(input_set_count(nbytes))]
@@ -371,9 +388,9 @@ def run_case(op, shape, dtype, reps, copy_gbs):
     ignis_gbs = nbytes / (device_ms(op.ignis_fn, sets, reps, warmup=5) * 1e-3) / 1e9
     torch_gbs = nbytes / (device_ms(op.torch_fn, sets, reps, warmup=5) * 1e-3) / 1e9
     del sets
-    torch.cuda.empty_cache()
+    free_cached_memory()
     same_gbs = same_size_copy_bandwidth(nbytes, reps)
-    torch.cuda.empty_cache()
+    free_cached_memory()
     name = f"{op.name} {op.variant}" if op.variant else op.name
     return (
         f"| {name} | {'x'.join(map(str, shape))} | {dtype} | {ignis_gbs:.0f} | {torch_gbs:.0f} | "

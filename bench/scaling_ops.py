@@ -29,13 +29,12 @@ def fit_line(xs, ys):
 
 def time_rows(fn, op, shape, dtype, reps):
     import bench_ops
-    import torch
 
     nbytes = op.bytes_moved(shape, dtype)
     sets = [op.make_inputs(shape, dtype) for _ in range(bench_ops.input_set_count(nbytes))]
     ms = bench_ops.device_ms(fn(op), sets, reps, warmup=5)
     del sets
-    torch.cuda.empty_cache()
+    bench_ops.free_cached_memory()
     return nbytes, ms
 
 
