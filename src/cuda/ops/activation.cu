@@ -1,6 +1,5 @@
-// Element-wise activations: a grid-stride kernel over 16-byte packs of every operand, each thread
-// loading kUnroll packs of every input before computing any (Shape: 4 for 16-bit types, 1 for f32);
-// the last n % V elements take the same kernel with V = 1. Operands that are not 16-byte
+// Element-wise activations: one thread per 16-byte pack of every operand (a grid-stride loop past
+// the grid limit); the last n % V elements take the same kernel with V = 1. Operands that are not 16-byte
 // aligned take the V = 1 kernel throughout. All arithmetic in fp32. f32 uses the accurate expf and
 // IEEE division; f16/bf16 use __expf and __fdividef, whose ~1e-6 relative error is far below a
 // 16-bit ulp (2^-11 at best) and which keep the bf16 kernels memory-bound rather than ALU-bound.
@@ -19,17 +18,11 @@ namespace {
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCubic = 0.044715f;
 
-// Packs per thread per step and threads per block. f16/bf16: 4 packs (64 bytes in flight per
-// input operand) in 256-thread blocks, grid capped at 16 waves. f32: one pack per thread in
-// 128-thread blocks and one block per 512 elements, the shape of a plain copy kernel: the 4-pack
-// shape measured 2-4% under torch at f32 (H200, 4096 x 4096-16384) while winning at bf16, where the
-// fast exp makes the per-thread compute between the loads and the stores 2x shorter.
-template <class T>
-struct Shape {
-  static constexpr int kUnroll = std::is_same_v<T, float> ? 1 : 4;
-  static constexpr int kThreads = std::is_same_v<T, float> ? 128 : 256;
-  static constexpr bool kCapWaves = !std::is_same_v<T, float>;
-};
+// One 16-byte pack of every operand per thread and 128-thread blocks, one block per 128 packs: the
+// shape of a plain copy kernel, for every dtype. At bf16 it measured 0-2% over the shape it replaced
+// (4 packs a thread, 256-thread blocks; H100 2026-11-21 19:21-19:25: gelu 0.98-1.00x -> 1.00-1.02x torch,
+// swiglu 4096 x 4096 87 -> 89% of copy); at f32 that shape had been 2-4% under torch (H200).
+constexpr int kThreads = 128;
 
 struct Accurate {
   __device__ static float exp(float x) { return expf(x); }
@@ -139,29 +132,18 @@ __device__ __forceinline__ void compute_store(const Pack<T, V> (&a)[Op::kIn], co
   for (int k = 0; k < Op::kOut; ++k) store_floats<T, V>(out.p[k] + i * V, r[k]);
 }
 
-// Items are packs of V elements (V = 1: single elements). Block b's step covers kUnroll *
-// kThreads consecutive items, thread t taking items t, t + kThreads, ...: every load coalesced.
-// The tail (< V elements after the last pack) is one element per thread of block 0.
+// Items are packs of V elements (V = 1: single elements); thread t of block b takes item
+// b * kThreads + t, and strides by the grid past the grid limit. The tail (< V elements after the
+// last pack) is one element per thread of block 0.
 template <class T, int V, class Op>
-__global__ void __launch_bounds__(Shape<T>::kThreads)
+__global__ void __launch_bounds__(kThreads)
     elementwise_kernel(Ptrs<const T, Op::kIn> in, Ptrs<T, Op::kOut> out, long long items, int tail) {
-  constexpr int kUnroll = Shape<T>::kUnroll;
-  constexpr int kThreads = Shape<T>::kThreads;
-  constexpr long long kStep = static_cast<long long>(kUnroll) * kThreads;
-  for (long long base = blockIdx.x * kStep + threadIdx.x; base < items; base += gridDim.x * kStep) {
-    Pack<T, V> a[kUnroll][Op::kIn];
+  for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < items;
+       i += static_cast<long long>(gridDim.x) * kThreads) {
+    Pack<T, V> a[Op::kIn];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const long long i = base + u * kThreads;
-      if (i < items)
-#pragma unroll
-        for (int k = 0; k < Op::kIn; ++k) a[u][k] = reinterpret_cast<const Pack<T, V>*>(in.p[k])[i];
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const long long i = base + u * kThreads;
-      if (i < items) compute_store<T, V, Op>(a[u], out, i);
-    }
+    for (int k = 0; k < Op::kIn; ++k) a[k] = reinterpret_cast<const Pack<T, V>*>(in.p[k])[i];
+    compute_store<T, V, Op>(a, out, i);
   }
   const long long t = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x;
   if (t < tail) {
@@ -191,12 +173,8 @@ void launch(const Tensor* const (&in)[Op::kIn], const Tensor* const (&out)[Op::k
   }
   const long long items = aligned ? n / V : n;
   const int tail = aligned ? static_cast<int>(n % V) : 0;
-  constexpr int kThreads = Shape<T>::kThreads;
-  // Enough blocks for every item once (the tail needs ceil(tail / kThreads) <= 1 block), capped at a
-  // few waves of resident blocks for f16/bf16 and at the grid limit for f32: the rest loop.
-  const long long wanted = std::max<long long>(1, ceil_div(items, static_cast<long long>(Shape<T>::kUnroll) * kThreads));
-  const long long cap = Shape<T>::kCapWaves ? 16LL * sm_count() * (2048 / kThreads) : 0x7fffffffLL;
-  const unsigned blocks = static_cast<unsigned>(std::min<long long>(wanted, cap));
+  const long long wanted = std::max<long long>(1, ceil_div(items, kThreads));
+  const unsigned blocks = static_cast<unsigned>(std::min<long long>(wanted, 0x7fffffffLL));
   if (aligned)
     elementwise_kernel<T, V, Op><<<blocks, kThreads, 0, to_cuda(stream)>>>(ip, op, items, tail);
   else
