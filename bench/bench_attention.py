@@ -20,7 +20,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import ignis
-from bench_ops import device_ms
+from bench_ops import device_ms, free_cached_memory
 
 TOKENS = 16384
 WIDTH = 2048  # heads * head_dim
@@ -104,7 +104,7 @@ def main():
                         f" | {fmt(ratio, 2)} | {fmt(row['diff'], 4)} |")
                 lines.append(line)
                 print(line, flush=True)
-                torch.cuda.empty_cache()
+                free_cached_memory()
     if args.out:
         with open(args.out, "w") as out:
             out.write("\n".join(lines) + "\n")

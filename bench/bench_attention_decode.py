@@ -19,7 +19,7 @@ import sys
 import torch
 
 import ignis
-from bench_ops import copy_bandwidth, device_ms, input_set_count
+from bench_ops import copy_bandwidth, device_ms, free_cached_memory, input_set_count
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -80,7 +80,7 @@ def run_case(case, reps):
             diff = f"{(ours.double() - theirs.double()).abs().max().item():.2g}"
         cells.append(f"{nbytes / (device_ms(fn, sets, reps, warmup=5) * 1e-3) / 1e9:.0f}")
     del sets
-    torch.cuda.empty_cache()
+    free_cached_memory()
     return f"| {batch} | {hq}/{hkv} | {d} | {L} | {dtype} | {ignis_gbs:.0f} | {cells[0]} | {cells[1]} | {diff} |"
 
 

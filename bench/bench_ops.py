@@ -45,10 +45,11 @@ DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 # Spin cycles queued before each timed call: ~0.5 ms, far above the host's cost of one call.
 SPIN_CYCLES = 1_000_000
 
-# After device memory goes back to the driver, the GPU keeps clearing it in the background for a
-# while, and that competes with whatever is timed next: on the H100 (2026-11-21) the first op timed
-# after the 4096x128256 cases (~20 GB freed) ran 10-13% slow, and with torch timed first it was
-# torch that lost 13%; one second of waiting removed it for both. The wait scales with what was freed.
+# After device memory goes back to the driver, whatever is timed next runs slow for a while: on the
+# H100 (2026-11-21) the first op timed after the 4096x128256 cases (~20 GB freed) lost 10-13%, torch's
+# op when torch was timed first, and one second of waiting removed it for both. Our reading (not
+# confirmed by a profiler): the driver clears freed memory in the background, sharing DRAM with the
+# op. The wait scales with what was freed.
 SETTLE_S = 0.05
 SETTLE_BYTES_PER_S = 20e9
 
@@ -373,7 +374,7 @@ def same_size_copy_bandwidth(nbytes, reps):
 
 
 def free_cached_memory():
-    """Returns torch's cached blocks to the driver, then waits while the freed memory is cleared."""
+    """Returns torch's cached blocks to the driver, then waits out the slow period that follows (SETTLE_S)."""
     before = torch.cuda.memory_reserved()
     torch.cuda.empty_cache()
     freed = before - torch.cuda.memory_reserved()
