@@ -19,7 +19,7 @@ import sys
 import torch
 
 import ignis
-from bench_ops import copy_bandwidth, device_ms, free_cached_memory, input_set_count
+from bench_ops import device_ms, free_cached_memory, input_set_count, same_size_copy_bandwidth
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -94,7 +94,7 @@ def main():
     if not torch.cuda.is_available() or not ignis.cuda_available():
         sys.exit(f"bench_attention_decode: needs a GPU for torch and ignis (ignis: {ignis.cuda_device_summary()})")
     torch.manual_seed(0)
-    copy_gbs = copy_bandwidth(args.reps)
+    copy_gbs = same_size_copy_bandwidth(2 << 29, args.reps)  # a 512 MiB tensor cloned, as bench_ops.py
     lines = [
         f"GPU: {ignis.cuda_device_summary()}; torch {torch.__version__}; ignis {ignis.__version__}; "
         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
