@@ -24,7 +24,6 @@
 #include <cooperative_groups.h>
 #include <type_traits>
 
-#include "cuda/common/bulk_copy.cuh"
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
@@ -32,6 +31,8 @@
 #include "cuda/common/scratch.cuh"
 #include "cuda/ops/norm.h"
 #include "cuda/ops/norm_common.cuh"
+#include "cuda/ops/norm_partials.cuh"
+#include "cuda/ops/norm_row_stages.cuh"
 
 namespace ignis::cuda {
 namespace {
@@ -56,18 +57,6 @@ constexpr int kMaxStagedCluster = 8;  // the portable cluster size
 // (264 x 8192 floats a sum) cost more than the second launch (bf16 8192 / 16384 lost 2-3 points
 // of copy, H100 PERF_NOTES session 5).
 constexpr long long kFinishColumns = 4096;
-constexpr int kSumSlices = 32;  // row slices of the partial-sum kernel
-constexpr int kSumColumns = 32;  // columns a block of the partial-sum kernel
-
-// Component-wise sums, for cluster_reduce and the looping backward's per-pack sums.
-struct Add {
-  template <class S>
-  __device__ S operator()(S a, S b) const {
-    if constexpr (std::is_same_v<S, float>) return a + b;
-    else if constexpr (std::is_same_v<S, float2>) return {a.x + b.x, a.y + b.y};
-    else return {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w};
-  }
-};
 
 // One pack of the looping backward at column c: turns x into xhat and dy into g = dy * weight,
 // adds dy * xhat and dy to the thread's partial sums, and returns (sum g, sum g * xhat).
@@ -167,185 +156,6 @@ __device__ float4 staged_sum(float4 v, float4* scratch, float4* slot, int cluste
   if (cluster > 1) v = cluster_reduce(v, Add{}, slot);
   return v;
 }
-
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900  // sm_90 fills the stages with bulk copies
-__device__ __forceinline__ void copy_pack(void* smem_dst, const void* src) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// Waits until at most N of this thread's committed copy groups are still in flight.
-template <int N>
-__device__ __forceinline__ void wait_copies_but() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-#endif
-
-// The ring of S row stages of backward_staged: row i of the group lands in stage i % S (counted,
-// not divided: a 64-bit modulo was ~20 instructions a row), S - 1 rows ahead of the row computed.
-// sm_90: thread 0 fills a stage with two bulk copies (the block's slices of x and dy) and the
-// stage's mbarrier says when they have landed; a stage is refilled after the row's first block
-// barrier (after_first_barrier), when every thread is done with the previous row. The per-thread
-// cp.async it replaces (4 copies and their addressing a thread a row) left warps waiting on their
-// rows (ncu long-scoreboard stalls, H100); the bulk copies gained 1-8 points of copy in 10 of 12
-// benchmark cases and lost 6 in LayerNorm bf16 4096 (H100, PERF_NOTES session 4). Older devices:
-// each thread copies the packs it reads with cp.async, so it refills in wait_row, before waiting,
-// one commit group a row.
-template <class PackT, int S, int P>
-struct RowStages {
-  PackT* cache;  // [S][x, dy][slice] packs
-  const PackT* x;  // the block's first pack of the group's first row; rows `stride` packs apart
-  const PackT* dy;
-  unsigned long long* landed;  // [S] mbarriers (sm_90)
-  long long stride, n;  // packs from one of the group's rows to its next; the group's rows
-  int slice, count;  // packs a stage holds of each tensor; this block's packs
-  int fill = 0, read = 0;
-  unsigned parity = 0;
-
-  __device__ void copy(long long i) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (threadIdx.x == 0 && i < n) {
-      PackT* stage = cache + fill * 2 * slice;
-      const unsigned bytes = static_cast<unsigned>(count) * sizeof(PackT);
-      expect_bytes(&landed[fill], 2 * bytes);
-      fence_before_bulk_copies();  // the stage's previous row was read by the whole block
-      bulk_copy_to_shared(stage, x + i * stride, bytes, &landed[fill]);
-      bulk_copy_to_shared(stage + slice, dy + i * stride, bytes, &landed[fill]);
-    }
-#else
-    if (i < n) {
-      PackT* stage = cache + fill * 2 * slice;
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        const int k = static_cast<int>(threadIdx.x + p * blockDim.x);
-        if (k < count) {
-          copy_pack(stage + k, x + i * stride + k);
-          copy_pack(stage + slice + k, dy + i * stride + k);
-        }
-      }
-    }
-    commit_copies();  // empty past the group's end: wait_copies_but<S - 1> means "row i landed"
-#endif
-    fill = fill + 1 == S ? 0 : fill + 1;
-  }
-  // Before the block's first use: barriers set up, the first S - 1 rows in flight.
-  __device__ void start() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (threadIdx.x == 0)
-      for (int s = 0; s < S; ++s) init_landing_barrier(&landed[s], 1);
-    __syncthreads();
-#endif
-    for (int i = 0; i < S - 1; ++i) copy(i);
-  }
-  // Row i's stage once its bytes have landed.
-  __device__ const PackT* wait_row(long long i) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    wait_landed(&landed[read], parity);
-#else
-    copy(i + S - 1);  // the stage it fills was last read by this thread itself, in row i - 1
-    wait_copies_but<S - 1>();
-#endif
-    const PackT* stage = cache + read * 2 * slice;
-    if (++read == S) {
-      read = 0;
-      parity ^= 1;
-    }
-    return stage;
-  }
-  __device__ void after_first_barrier(long long i) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    copy(i + S - 1);
-#endif
-  }
-};
-
-// The partial sums of the `merge` blocks of a cluster (each with its own rows, whole rows a
-// block: count = packs, first = 0) added through distributed shared memory into one partial row:
-// each block puts its dweight (and dbias) row into its own shared memory, and block r adds part r
-// of the rows over the blocks in rank order (the same bits whatever the timing) and writes it to
-// row blockIdx.x / merge of dw_part / db_part. merge times fewer partial rows to write and to
-// read back. smem: the block's stages, at least 2 * dim floats (a stage holds dim x and dy).
-template <Kind kKind, int P, int V>
-__device__ void merge_partials(const float (&dw)[P][V], const float (&db)[P][V], unsigned char* smem,
-                               float* __restrict__ dw_part, float* __restrict__ db_part, int dim, int merge) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
-  float* mine = reinterpret_cast<float*>(smem);  // [sums][dim]
-  __syncthreads();  // other threads may still read their last row's stage (every copy has landed)
-#pragma unroll
-  for (int p = 0; p < P; ++p) {
-    const int k = tid + p * threads;
-    if (k * V >= dim) continue;
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      mine[k * V + j] = dw[p][j];
-      if constexpr (kKind == Kind::layer) mine[dim + k * V + j] = db[p][j];
-    }
-  }
-  cluster.sync();
-  constexpr int kSums = kKind == Kind::layer ? 2 : 1;
-  const int quads = kSums * dim / 4;
-  const int part = (quads + merge - 1) / merge;
-  const int rank = static_cast<int>(cluster.block_rank());
-  const int end = min(quads, (rank + 1) * part);
-  const long long row = static_cast<long long>(blockIdx.x / merge) * dim;
-  for (int q = rank * part + tid; q < end; q += threads) {
-    float4* local = reinterpret_cast<float4*>(mine) + q;
-    float4 sum = *cluster.map_shared_rank(local, 0);
-    for (int r = 1; r < merge; ++r) sum = Add{}(sum, *cluster.map_shared_rank(local, r));
-    const int c = 4 * q;
-    float* out = c < dim ? dw_part + row + c : db_part + row + (c - dim);
-    *reinterpret_cast<float4*>(out) = sum;
-  }
-  cluster.sync();  // the other blocks may still be reading this block's row
-#else
-  __trap();
-#endif
-}
-
-// out[c] = sum over p < parts of part[p * dim + c] for the kSumColumns columns from c0, in a
-// fixed order (the same bits whatever the timing): the block's threads form slices of
-// kSumColumns / W threads (W columns each, float4 loads when W = 4, which needs dim % 4 == 0);
-// slice y adds partial rows y, y + slices, ..., then thread t < kSumColumns adds column t's slices
-// in order. tile: (blockDim.x / (kSumColumns / W)) x (kSumColumns + 1) floats of shared memory.
-template <class T, int W>
-__device__ void sum_columns(const float* __restrict__ part, long long parts, int dim, int c0, T* __restrict__ out,
-                            float* tile) {
-  constexpr int kLanes = kSumColumns / W;
-  const int t = static_cast<int>(threadIdx.x), slices = static_cast<int>(blockDim.x) / kLanes;
-  const int y = t / kLanes, c = c0 + (t % kLanes) * W;
-  float s[W] = {};
-  if (y < slices && c < dim) {
-#pragma unroll 4
-    for (long long p = y; p < parts; p += slices) {
-      const float* src = part + p * dim + c;
-      if constexpr (W == 4) {
-        const float4 v = *reinterpret_cast<const float4*>(src);
-        s[0] += v.x;
-        s[1] += v.y;
-        s[2] += v.z;
-        s[3] += v.w;
-      } else {
-#pragma unroll
-        for (int j = 0; j < W; ++j) s[j] += src[j];
-      }
-    }
-  }
-  if (y < slices)
-#pragma unroll
-    for (int j = 0; j < W; ++j) tile[y * (kSumColumns + 1) + (t % kLanes) * W + j] = s[j];
-  __syncthreads();
-  if (t < kSumColumns && c0 + t < dim) {
-    float total = 0.0f;
-    for (int i = 0; i < slices; ++i) total += tile[i * (kSumColumns + 1) + t];
-    out[c0 + t] = from_float<T>(total);
-  }
-  __syncthreads();  // the tile is free for the caller's next columns
-}
-
-// Shared-memory bytes of sum_columns' tile for blocks of `threads` threads, W = 4.
-constexpr long long sum_tile_bytes(long long threads) { return threads / (kSumColumns / 4) * (kSumColumns + 1) * 4; }
 
 // The backward of rows cached in shared memory. A group of rows (rows g, g + groups, ...)
 // belongs to one block, or to a cluster of `cluster` blocks each holding a slice of the columns.
@@ -596,19 +406,6 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-// out[c] = sum over p of part[p, c], in a fixed order, for dweight (blockIdx.y 0) and dbias (1):
-// a block takes kSumColumns columns (so that even 4096-wide rows give every SM a block) in
-// kSumSlices slices of threads (sum_columns). part: [parts, dim]; out: [dim].
-template <class T, int W>
-__global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
-    sum_partials(const float* __restrict__ dw_part, const float* __restrict__ db_part, int parts, int dim,
-                 T* __restrict__ dweight, T* __restrict__ dbias) {
-  __shared__ float tile[kSumSlices * (kSumColumns + 1)];
-  const bool bias = blockIdx.y != 0;
-  sum_columns<T, W>(bias ? db_part : dw_part, parts, dim, static_cast<int>(blockIdx.x) * kSumColumns,
-                    bias ? dbias : dweight, tile);
-}
-
 // Blocks that fit on the device at once: more would only add partial rows to sum.
 template <class Kernel>
 long long resident_blocks(Kernel kernel, int threads, std::size_t smem) {
@@ -665,21 +462,6 @@ using BackwardKernel = void (*)(const T*, const T*, const T*, T*, float*, float*
                                 int, int);
 template <class T>
 using LoopBackward = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float);
-
-// The partial rows' sums into dweight (and dbias), zeros when there are no parts.
-template <class T>
-void sum_partials_into(const float* dw_part, const float* db_part, long long parts, long long dim, T* dweight,
-                       T* dbias, cudaStream_t s) {
-  const unsigned sums = dbias != nullptr ? 2 : 1;
-  const dim3 grid(static_cast<unsigned>(ceil_div(dim, kSumColumns)), sums);
-  if (dim % 4 == 0)
-    sum_partials<T, 4><<<grid, kSumColumns / 4 * kSumSlices, 0, s>>>(
-        dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
-  else
-    sum_partials<T, 1><<<grid, kSumColumns * kSumSlices, 0, s>>>(
-        dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
-  IGNIS_CHECK_LAUNCH();
-}
 
 // Runs backward_staged when the row fits it; false (nothing queued) when it does not or a
 // cluster launch is refused.
