@@ -11,6 +11,10 @@
 #   engine    bench/bench_engine.py: ignis against HF transformers end to end; needs
 #             IGNIS_TEST_MODEL (the SmolLM2 GGUF) and the `gguf` wheel in .whl/
 # A short table comes last. Full logs go to $OUT (when set) or BUILD_DIR/gpu-logs.
+# Narrower runs: IGNIS_GPU_TEST_FILTER (a gtest filter) for the tests stage, and for the sanitize
+# stage one run a tool over it instead of every CUDA suite; the python stage takes
+# IGNIS_PYTEST=0 and IGNIS_BENCH_OPS (see scripts/gpu_python.sh). The module is pip-installed while
+# the GPU tests run.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
@@ -28,6 +32,13 @@ export PATH="/usr/local/cuda/bin:$PATH"
 declare -a rows=()
 row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
 has() { [[ "$stages" == *",$1,"* ]]; }
+filter="${IGNIS_GPU_TEST_FILTER:-}"
+
+if has python; then  # builds on the CPUs while the GPU tests run
+  ( IGNIS_PY_INSTALL=only OUT="$logs" "$root/scripts/gpu_python.sh" > "$logs/python-install.log" 2>&1
+    echo $? > "$logs/python-install.rc" ) &
+  installer=$!
+fi
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$logs/gpu.txt" 2>&1
 row "device" "$(head -1 "$logs/gpu.txt")"
@@ -49,20 +60,30 @@ fi
 failed=0
 if has tests; then
   start=$(date +%s)
-  "$tests" --gtest_brief=1 > "$logs/tests.log" 2>&1
+  "$tests" --gtest_brief=1 ${filter:+"--gtest_filter=$filter"} > "$logs/tests.log" 2>&1
   status=$?
   summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/tests.log" | tr '\n' ' ')
-  row "gpu tests (all, on GPU)" "$([ $status -eq 0 ] && echo ok || echo FAILED): $summary ($(( $(date +%s) - start )) s)"
+  row "gpu tests (${filter:-all}, on GPU)" "$([ $status -eq 0 ] && echo ok || echo FAILED): $summary ($(( $(date +%s) - start )) s)"
   [ $status -eq 0 ] || { failed=1; grep -E '^\[  FAILED  \]' "$logs/tests.log" | head -30; }
 fi
 
 if has sanitize; then
   # Test suites that have CUDA cases: the parameterized ones carry the impl name (…/cuda_f32).
   suites=$("$tests" --gtest_list_tests --gtest_filter='*cuda*:*Cuda*:*CUDA*' | grep -E '^[^ ]' | grep -v '^Running' | sed 's/\.$//' | sort -u)
+  [ -n "$filter" ] && suites=FILTER
   for tool in memcheck racecheck; do
     start=$(date +%s); errors=0; timeouts=""; ran=0
     : > "$logs/sanitizer-$tool.log"
     for suite in $suites; do
+      if [ "$suite" = FILTER ]; then  # IGNIS_GPU_TEST_FILTER: one run over it, time limit x10
+        IGNIS_TEST_LIGHT=1 timeout $((10 * suite_limit)) compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" \
+            --gtest_filter="$filter" --gtest_brief=1 >> "$logs/sanitizer-$tool.log" 2>&1
+        status=$?
+        ran=1
+        [ $status -eq 124 ] && timeouts=" $filter"
+        [ $status -eq 3 ] && errors=1
+        continue
+      fi
       # Whole-model suites (the real SmolLM2 through the engine) are minutes under a sanitizer.
       [[ "$suite" =~ ${IGNIS_SANITIZER_SKIP:-SmolLM2} ]] && continue
       IGNIS_TEST_LIGHT=1 timeout "$suite_limit" compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" \
@@ -80,9 +101,15 @@ if has sanitize; then
 fi
 
 if has python; then
-  OUT="$logs" "$root/scripts/gpu_python.sh" > "$logs/python.log" 2>&1
-  status=$?
-  row "python: pip install" "$(grep -m1 '^pip install' "$logs/python.log")"
+  wait "$installer"
+  if [ "$(cat "$logs/python-install.rc")" = 0 ]; then
+    IGNIS_PY_INSTALL=skip OUT="$logs" "$root/scripts/gpu_python.sh" > "$logs/python.log" 2>&1
+    status=$?
+  else
+    cp "$logs/python-install.log" "$logs/python.log"
+    status=1
+  fi
+  row "python: pip install" "$(grep -m1 '^pip install' "$logs/python-install.log")"
   row "python: pytest (torch on GPU)" "$(grep -E '[0-9]+ (passed|failed)' "$logs/python.log" | tail -1)"
   row "python: benchmarks" "$([ $status -eq 0 ] && echo ok || echo "FAILED (rc $status)"): bench-ops.md"
   [ -f "$logs/bench-ops.md" ] && row "python: kernel targets" "$(grep -m1 '^Targets' "$logs/bench-ops.md")"

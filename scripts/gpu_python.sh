@@ -4,6 +4,10 @@
 # pip-installs ignis offline (scikit-build-core, nanobind, CMake, ninja and nvcc are on that machine)
 # into a scratch folder, runs the pytest suite (the torch CUDA tests included), then the kernel
 # benchmarks (bench/bench_ops.py and the other bench/bench_*.py but the engine one). Logs and bench-ops.md go to $OUT (when set) or build/gpu-logs.
+#   IGNIS_PY_INSTALL=only   install and stop (scripts/gpu.sh builds while the GPU tests run)
+#   IGNIS_PY_INSTALL=skip   use what an earlier `only` call of this machine session installed
+#   IGNIS_PYTEST=0          no pytest
+#   IGNIS_BENCH_OPS=a,b     bench_ops.py over these ops only, and no other bench script
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 logs="${OUT:-$root/build/gpu-logs}"
@@ -12,23 +16,33 @@ mkdir -p "$logs"
 export PATH="/usr/local/cuda/bin:$PATH" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" PYTHONDONTWRITEBYTECODE=1
 cd "$root"
 
-start=$(date +%s)
-if ! python3 -m pip install --no-build-isolation --no-deps --upgrade --target "$site" . > "$logs/pip-install.log" 2>&1; then
-  tail -40 "$logs/pip-install.log"
-  echo "pip install: FAILED (log: pip-install.log)"
-  exit 1
+install="${IGNIS_PY_INSTALL:-}"
+if [ "$install" != skip ]; then
+  start=$(date +%s)
+  if ! python3 -m pip install --no-build-isolation --no-deps --upgrade --target "$site" . > "$logs/pip-install.log" 2>&1; then
+    tail -40 "$logs/pip-install.log"
+    echo "pip install: FAILED (log: pip-install.log)"
+    exit 1
+  fi
+  echo "pip install: ok ($(( $(date +%s) - start )) s)"
+  [ "$install" = only ] && exit 0
 fi
-echo "pip install: ok ($(( $(date +%s) - start )) s)"
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 
-python3 -m pytest -q -rfE -p no:cacheprovider python/tests > "$logs/pytest.log" 2>&1
-tests=$?
-tail -25 "$logs/pytest.log"
+tests=0
+if [ "${IGNIS_PYTEST:-1}" != 0 ]; then
+  python3 -m pytest -q -rfE -p no:cacheprovider python/tests > "$logs/pytest.log" 2>&1
+  tests=$?
+  tail -25 "$logs/pytest.log"
+fi
 
-python3 bench/bench_ops.py --out "$logs/bench-ops.md" 2>&1 | tee "$logs/bench-ops.log"
+ops=()
+[ -n "${IGNIS_BENCH_OPS:-}" ] && ops=(--ops "$IGNIS_BENCH_OPS")
+python3 bench/bench_ops.py --out "$logs/bench-ops.md" "${ops[@]}" 2>&1 | tee "$logs/bench-ops.log"
 bench=${PIPESTATUS[0]}
 # The other kernel benchmarks (attention, fused linears...), each printing its own table.
 for script in bench/bench_*.py; do
+  [ -n "${IGNIS_BENCH_OPS:-}" ] && break
   case "$script" in bench/bench_ops.py|bench/bench_engine.py) continue ;; esac
   echo "== $script"
   timeout "${IGNIS_BENCH_SECONDS:-120}" python3 "$script" || bench=1
