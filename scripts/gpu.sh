@@ -80,7 +80,7 @@ if has sanitize; then
             --gtest_filter="$filter" --gtest_brief=1 >> "$logs/sanitizer-$tool.log" 2>&1
         status=$?
         ran=1
-        [ $status -eq 124 ] && timeouts=" $filter"
+        [ $status -eq 124 ] && timeouts=" $filter (its limit: $((10 * suite_limit)) s)"
         [ $status -eq 3 ] && errors=1
         continue
       fi
