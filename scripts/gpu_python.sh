@@ -38,7 +38,7 @@ fi
 
 ops=()
 [ -n "${IGNIS_BENCH_OPS:-}" ] && ops=(--ops "$IGNIS_BENCH_OPS")
-python3 bench/bench_ops.py --out "$logs/bench-ops.md" "${ops[@]}" 2>&1 | tee "$logs/bench-ops.log"
+python3 bench/bench_ops.py --out "$logs/bench-ops.md" ${ops[@]+"${ops[@]}"} 2>&1 | tee "$logs/bench-ops.log"
 bench=${PIPESTATUS[0]}
 # The other kernel benchmarks (attention, fused linears...), each printing its own table.
 for script in bench/bench_*.py; do
