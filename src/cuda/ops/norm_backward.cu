@@ -496,15 +496,11 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
     const Scratch partial(static_cast<std::size_t>(sums * groups * dim) * sizeof(float), stream);
     float* dw_part = partial.at<float>(0);
     float* db_part = kKind == Kind::layer ? dw_part + groups * dim : nullptr;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(groups));
-    config.blockDim = dim3(static_cast<unsigned>(plan.threads));
-    config.dynamicSmemBytes = static_cast<std::size_t>(plan.smem);
-    config.stream = s;
-    cudaLaunchAttribute cooperative{};
+    cudaLaunchAttribute cooperative;
+    cudaLaunchConfig_t config = rows_launch_config(RowPlan{1, plan.threads, plan.smem}, groups, s, &cooperative);
+    cooperative = cudaLaunchAttribute{};  // one block a group: no cluster shape, the cooperative flag instead
     cooperative.id = cudaLaunchAttributeCooperative;
     cooperative.val.cooperative = 1;
-    config.attrs = &cooperative;
     config.numAttrs = 1;
     if (cudaLaunchKernelEx(&config, kernel, xp, wp, gp, dxp, dw_part, db_part, dweight, dbias, rows,
                            static_cast<int>(dim), eps, 1, 1, 1) == cudaSuccess)
