@@ -157,6 +157,20 @@ __device__ float4 staged_sum(float4 v, float4* scratch, float4* slot, int cluste
   return v;
 }
 
+// The cooperative finish of backward_staged: the grid's blocks sum the [groups, dim] partial rows
+// into dweight (and dbias), C columns at a time. tile: shared memory for sum_columns.
+template <Kind kKind, class T, int C>
+__device__ void finish_sums(const float* __restrict__ dw_part, const float* __restrict__ db_part, long long groups,
+                            int dim, T* __restrict__ dweight, T* __restrict__ dbias, unsigned char* tile) {
+  const int chunks = (dim + C - 1) / C;
+  const int items = (kKind == Kind::layer ? 2 : 1) * chunks;
+  for (int item = static_cast<int>(blockIdx.x); item < items; item += static_cast<int>(gridDim.x)) {
+    const bool bias = item >= chunks;
+    sum_columns<T, 4, C>(bias ? db_part : dw_part, groups, dim, (item % chunks) * C, bias ? dbias : dweight,
+                         reinterpret_cast<float*>(tile));
+  }
+}
+
 // The backward of rows cached in shared memory. A group of rows (rows g, g + groups, ...)
 // belongs to one block, or to a cluster of `cluster` blocks each holding a slice of the columns.
 // Thread t of a block owns packs t, t + blockDim.x, ... (P of them) of the block's slice in every
@@ -350,13 +364,13 @@ __global__ void __launch_bounds__(kStagedThreads)
   if (!finish) return;
   cooperative_groups::this_grid().sync();  // every group's partial row written and visible
   // The stages are free (every copy landed before the last row was read): they hold the tile.
-  const int chunks = (dim + kSumColumns - 1) / kSumColumns;
-  const int items = (kKind == Kind::layer ? 2 : 1) * chunks;
-  for (int item = static_cast<int>(blockIdx.x); item < items; item += static_cast<int>(gridDim.x)) {
-    const bool bias = item >= chunks;
-    sum_columns<T, 4>(bias ? db_part : dw_part, groups, dim, (item % chunks) * kSumColumns, bias ? dbias : dweight,
-                      reinterpret_cast<float*>(staged_smem));
-  }
+  // Chunks of kSumColumns columns, or half that when those would leave blocks idle (RMSNorm at
+  // 4096 columns: 128 chunks for 264 blocks).
+  const int sums = kKind == Kind::layer ? 2 : 1;
+  if (sums * ((dim + kSumColumns - 1) / kSumColumns) >= static_cast<int>(gridDim.x))
+    finish_sums<kKind, T, kSumColumns>(dw_part, db_part, groups, dim, dweight, dbias, staged_smem);
+  else
+    finish_sums<kKind, T, kSumColumns / 2>(dw_part, db_part, groups, dim, dweight, dbias, staged_smem);
 }
 
 // Rows too long for registers: three passes per row (statistics, sums, dx). The block's

@@ -73,48 +73,63 @@ __device__ void merge_partials(const float (&dw)[P][V], const float (&db)[P][V],
 #endif
 }
 
-// out[c] = sum over p < parts of part[p * dim + c] for the kSumColumns columns from c0, in a
-// fixed order (the same bits whatever the timing): the block's threads form slices of
-// kSumColumns / W threads (W columns each, float4 loads when W = 4, which needs dim % 4 == 0);
-// slice y adds partial rows y, y + slices, ..., then thread t < kSumColumns adds column t's slices
-// in order. tile: (blockDim.x / (kSumColumns / W)) x (kSumColumns + 1) floats of shared memory.
-template <class T, int W>
+// out[c] = sum over p < parts of part[p * dim + c] for the C columns from c0, in a fixed order
+// (the same bits whatever the timing): the block's threads form slices of C / W lanes (W columns
+// each, float4 loads when W = 4, which needs dim % 4 == 0); slice y adds partial rows y, y +
+// slices, ..., kBatch loads in flight a thread (the rows are in L2, just written: the time is
+// their latency, so the loads of a batch all issue before the first add). The slices of a warp are
+// then added by shuffles, and thread t < C adds column t's warp sums in order. The block size is a
+// multiple of 32. tile: (blockDim.x / 32) x (C + 1) floats of shared memory.
+template <class T, int W, int C>
 __device__ void sum_columns(const float* __restrict__ part, long long parts, int dim, int c0, T* __restrict__ out,
                             float* tile) {
-  constexpr int kLanes = kSumColumns / W;
+  static_assert(C % W == 0 && 32 % (C / W) == 0, "a slice's lanes divide a warp");
+  constexpr int kLanes = C / W;
+  constexpr int kBatch = 32 / W;
+  using Load = std::conditional_t<W == 4, float4, float>;
   const int t = static_cast<int>(threadIdx.x), slices = static_cast<int>(blockDim.x) / kLanes;
   const int y = t / kLanes, c = c0 + (t % kLanes) * W;
   float s[W] = {};
-  if (y < slices && c < dim) {
-#pragma unroll 4
-    for (long long p = y; p < parts; p += slices) {
-      const float* src = part + p * dim + c;
-      if constexpr (W == 4) {
-        const float4 v = *reinterpret_cast<const float4*>(src);
-        s[0] += v.x;
-        s[1] += v.y;
-        s[2] += v.z;
-        s[3] += v.w;
-      } else {
+  if (c < dim) {
+    for (long long p0 = y; p0 < parts; p0 += static_cast<long long>(kBatch) * slices) {
+      Load v[kBatch];
 #pragma unroll
-        for (int j = 0; j < W; ++j) s[j] += src[j];
+      for (int b = 0; b < kBatch; ++b) {
+        const long long p = p0 + static_cast<long long>(b) * slices;
+        v[b] = p < parts ? *reinterpret_cast<const Load*>(part + p * dim + c) : Load{};
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if constexpr (W == 4) {
+          s[0] += v[b].x;
+          s[1] += v[b].y;
+          s[2] += v[b].z;
+          s[3] += v[b].w;
+        } else {
+          s[0] += v[b];
+        }
       }
     }
   }
-  if (y < slices)
 #pragma unroll
-    for (int j = 0; j < W; ++j) tile[y * (kSumColumns + 1) + (t % kLanes) * W + j] = s[j];
+  for (int offset = kLanes; offset < 32; offset *= 2)
+#pragma unroll
+    for (int j = 0; j < W; ++j) s[j] += __shfl_xor_sync(0xffffffffu, s[j], offset);
+  const int lane = t % 32, warp = t / 32;
+  if (lane < kLanes)
+#pragma unroll
+    for (int j = 0; j < W; ++j) tile[warp * (C + 1) + lane * W + j] = s[j];
   __syncthreads();
-  if (t < kSumColumns && c0 + t < dim) {
+  if (t < C && c0 + t < dim) {
     float total = 0.0f;
-    for (int i = 0; i < slices; ++i) total += tile[i * (kSumColumns + 1) + t];
+    for (int w = 0; w < static_cast<int>(blockDim.x) / 32; ++w) total += tile[w * (C + 1) + t];
     out[c0 + t] = from_float<T>(total);
   }
   __syncthreads();  // the tile is free for the caller's next columns
 }
 
-// Shared-memory bytes of sum_columns' tile for blocks of `threads` threads, W = 4.
-constexpr long long sum_tile_bytes(long long threads) { return threads / (kSumColumns / 4) * (kSumColumns + 1) * 4; }
+// Shared-memory bytes of sum_columns' tile for blocks of `threads` threads.
+constexpr long long sum_tile_bytes(long long threads) { return threads / 32 * (kSumColumns + 1) * 4; }
 
 // out[c] = sum over p of part[p, c], in a fixed order, for dweight (blockIdx.y 0) and dbias (1):
 // a block takes kSumColumns columns (so that even 4096-wide rows give every SM a block) in
@@ -123,9 +138,9 @@ template <class T, int W>
 __global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
     sum_partials(const float* __restrict__ dw_part, const float* __restrict__ db_part, int parts, int dim,
                  T* __restrict__ dweight, T* __restrict__ dbias) {
-  __shared__ float tile[kSumSlices * (kSumColumns + 1)];
+  __shared__ float tile[kSumColumns / W * kSumSlices / 32 * (kSumColumns + 1)];
   const bool bias = blockIdx.y != 0;
-  sum_columns<T, W>(bias ? db_part : dw_part, parts, dim, static_cast<int>(blockIdx.x) * kSumColumns,
+  sum_columns<T, W, kSumColumns>(bias ? db_part : dw_part, parts, dim, static_cast<int>(blockIdx.x) * kSumColumns,
                     bias ? dbias : dweight, tile);
 }
 
