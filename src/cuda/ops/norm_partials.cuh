@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
   __shared__ float tile[kSumColumns / W * kSumSlices / 32 * (kSumColumns + 1)];
   const bool bias = blockIdx.y != 0;
   sum_columns<T, W, kSumColumns>(bias ? db_part : dw_part, parts, dim, static_cast<int>(blockIdx.x) * kSumColumns,
-                    bias ? dbias : dweight, tile);
+                                 bias ? dbias : dweight, tile);
 }
 
 // The partial rows' sums into dweight (and dbias), zeros when there are no parts.
