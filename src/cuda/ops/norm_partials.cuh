@@ -11,6 +11,7 @@
 
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
+#include "cuda/common/reduce.cuh"
 #include "cuda/ops/norm_common.cuh"
 
 namespace ignis::cuda::norm {
@@ -114,7 +115,7 @@ __device__ void sum_columns(const float* __restrict__ part, long long parts, int
 #pragma unroll
   for (int offset = kLanes; offset < 32; offset *= 2)
 #pragma unroll
-    for (int j = 0; j < W; ++j) s[j] += __shfl_xor_sync(0xffffffffu, s[j], offset);
+    for (int j = 0; j < W; ++j) s[j] += __shfl_xor_sync(kFullMask, s[j], offset);
   const int lane = t % 32, warp = t / 32;
   if (lane < kLanes)
 #pragma unroll
@@ -138,7 +139,7 @@ template <class T, int W>
 __global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
     sum_partials(const float* __restrict__ dw_part, const float* __restrict__ db_part, int parts, int dim,
                  T* __restrict__ dweight, T* __restrict__ dbias) {
-  __shared__ float tile[kSumColumns / W * kSumSlices / 32 * (kSumColumns + 1)];
+  __shared__ float tile[sum_tile_bytes(kSumColumns / W * kSumSlices) / sizeof(float)];
   const bool bias = blockIdx.y != 0;
   sum_columns<T, W, kSumColumns>(bias ? db_part : dw_part, parts, dim, static_cast<int>(blockIdx.x) * kSumColumns,
                                  bias ? dbias : dweight, tile);
