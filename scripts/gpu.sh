@@ -5,16 +5,15 @@
 # development machine: the stripped test binary and CLI, ~9 MB), otherwise configures and builds
 # one there. Stages:
 #   tests     the C++ test suite on the GPU
-#   sanitize  compute-sanitizer memcheck and racecheck over the CUDA cases, one test suite at a
-#             time with a time limit each, so one slow suite cannot starve the others
+#   sanitize  compute-sanitizer memcheck and racecheck over the CUDA cases, one process a case,
+#             several at once (scripts/sanitize_cases.sh)
 #   python    pip-installs the module there, runs pytest (torch on the GPU) and the kernel benchmarks
 #   engine    bench/bench_engine.py: ignis against HF transformers end to end; needs
 #             IGNIS_TEST_MODEL (the SmolLM2 GGUF) and the `gguf` wheel in .whl/
 # A short table comes last. Full logs go to $OUT (when set) or BUILD_DIR/gpu-logs.
-# Narrower runs: IGNIS_GPU_TEST_FILTER (a gtest filter) for the tests stage, and for the sanitize
-# stage one run a tool over it instead of every CUDA suite; the python stage takes
-# IGNIS_PYTEST=0 and IGNIS_BENCH_OPS (see scripts/gpu_python.sh). The module is pip-installed while
-# the GPU tests run.
+# Narrower runs: IGNIS_GPU_TEST_FILTER (a gtest filter) for the tests and sanitize stages; the
+# python stage takes IGNIS_PYTEST=0 and IGNIS_BENCH_OPS (see scripts/gpu_python.sh). The module is
+# pip-installed while the GPU tests run.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
@@ -25,7 +24,6 @@ if [[ "$build" == *.tar.xz ]]; then
 fi
 logs="${OUT:-$build/gpu-logs}"
 stages=",${IGNIS_GPU_STAGES:-tests,sanitize,python,engine},"
-suite_limit="${IGNIS_SANITIZER_SUITE_SECONDS:-60}"
 mkdir -p "$logs"
 export PATH="/usr/local/cuda/bin:$PATH"
 
@@ -68,43 +66,12 @@ if has tests; then
 fi
 
 if has sanitize; then
-  # Test suites that have CUDA cases: the parameterized ones carry the impl name (…/cuda_f32).
-  suites=$("$tests" --gtest_list_tests --gtest_filter='*cuda*:*Cuda*:*CUDA*' | grep -E '^[^ ]' | grep -v '^Running' | sed 's/\.$//' | sort -u)
-  [ -n "$filter" ] && suites=FILTER
   for tool in memcheck racecheck; do
-    start=$(date +%s); errors=0; timeouts=""; broken=""; ran=0
-    : > "$logs/sanitizer-$tool.log"
-    for suite in $suites; do
-      if [ "$suite" = FILTER ]; then  # IGNIS_GPU_TEST_FILTER: one run over it, time limit x10
-        IGNIS_TEST_LIGHT=1 timeout $((10 * suite_limit)) compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" \
-            --gtest_filter="$filter" --gtest_brief=1 >> "$logs/sanitizer-$tool.log" 2>&1
-        status=$?
-        ran=1
-        [ $status -eq 124 ] && timeouts=" $filter (its limit: $((10 * suite_limit)) s)"
-        [ $status -eq 3 ] && errors=1
-        [ $status -ne 0 ] && [ $status -ne 3 ] && [ $status -ne 124 ] && { errors=1; broken=" $filter (rc $status)"; }
-        continue
-      fi
-      # Whole-model suites (the real SmolLM2 through the engine) are minutes under a sanitizer.
-      [[ "$suite" =~ ${IGNIS_SANITIZER_SKIP:-SmolLM2} ]] && continue
-      # Parameterized suites name the impl in the test (…/cuda_f32); suites named Cuda… are all CUDA
-      # (their tests' own names do not say so: the narrower filter ran none of them).
-      cases="$suite.*cuda*:$suite.*Cuda*:$suite.*CUDA*"
-      [[ "$suite" == Cuda* ]] && cases="$suite.*"
-      IGNIS_TEST_LIGHT=1 timeout "$suite_limit" compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" \
-          --gtest_filter="$cases" --gtest_brief=1 >> "$logs/sanitizer-$tool.log" 2>&1
-      status=$?
-      ran=$((ran + 1))
-      [ $status -eq 124 ] && timeouts="$timeouts $suite"
-      [ $status -eq 3 ] && errors=$((errors + 1))
-      # Any other failure (a test failed, nothing ran) is a failed suite, not a clean one.
-      [ $status -ne 0 ] && [ $status -ne 3 ] && [ $status -ne 124 ] && { errors=$((errors + 1)); broken="$broken $suite(rc $status)"; }
-    done
-    summary=$(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/sanitizer-$tool.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')
-    row "compute-sanitizer $tool" "$ran suites, $errors with errors; $summary ($(( $(date +%s) - start )) s)"
-    [ -n "$timeouts" ] && row "  $tool over ${suite_limit}s (cut)" "$timeouts"
-    [ -n "$broken" ] && row "  $tool: suites that failed" "$broken"
-    [ $errors -eq 0 ] || failed=1
+    result=$("$root/scripts/sanitize_cases.sh" "$tests" "$logs" "$tool" ${filter:+"$filter"})
+    status=$?
+    row "compute-sanitizer $tool" "$(head -1 <<< "$result")"
+    while IFS= read -r line; do row "" "$line"; done < <(tail -n +2 <<< "$result" | head -20)
+    [ $status -eq 0 ] || failed=1
   done
 fi
 

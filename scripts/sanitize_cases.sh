@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# compute-sanitizer over the CUDA test cases, one process a case, several at once.
+#   scripts/sanitize_cases.sh TESTS_BINARY LOG_DIR TOOL [GTEST_FILTER]
+# Cases: those of GTEST_FILTER (default: every CUDA case, '*cuda*:*Cuda*:*CUDA*'), less the suites
+# matching IGNIS_SANITIZER_SKIP (default SmolLM2: the real model through the engine is minutes under
+# a sanitizer). The sanitizers spend most of their time on the host, so IGNIS_SANITIZER_JOBS
+# (default: the CPU count less two) cases share the GPU at once, each under its own time limit,
+# IGNIS_SANITIZER_CASE_SECONDS (default 300): a slow case no longer cuts short the rest of its suite.
+# Prints one line: cases run, clean, with findings, over the limit, failed otherwise; the sanitizer
+# summaries that are not clean; the names of the cases that were not clean. Exits 1 unless all were.
+set -uo pipefail
+tests="$1" logs="$2" tool="$3" filter="${4:-*cuda*:*Cuda*:*CUDA*}"
+jobs="${IGNIS_SANITIZER_JOBS:-$(( $(nproc) > 3 ? $(nproc) - 2 : 1 ))}"
+limit="${IGNIS_SANITIZER_CASE_SECONDS:-300}"
+skip="${IGNIS_SANITIZER_SKIP:-SmolLM2}"
+dir="$logs/sanitizer-$tool"
+rm -rf "$dir" && mkdir -p "$dir"
+
+# gtest lists "Suite." lines followed by indented "Case  # GetParam() = ..." lines.
+"$tests" --gtest_list_tests --gtest_filter="$filter" | awk -v skip="$skip" '
+  /^Running/ { next }
+  /^[^ ]/ { suite = $1; next }
+  { if (suite !~ skip) print suite $1 }' > "$dir/cases.txt"
+
+run_case() {  # $1: the full case name; writes <n>.log and appends "rc name" to status.txt
+  local name="$1" n="$2"
+  IGNIS_TEST_LIGHT=1 timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" \
+      --gtest_filter="$name" --gtest_brief=1 > "$dir/$n.log" 2>&1
+  echo "$? $name" >> "$dir/status.txt"
+}
+export -f run_case
+export tests tool limit dir
+start=$(date +%s)
+awk '{ print $0, NR }' "$dir/cases.txt" | xargs -P "$jobs" -n 2 bash -c 'run_case "$0" "$1"'
+
+total=$(wc -l < "$dir/cases.txt")
+count() { awk -v want="$1" '$1 == want' "$dir/status.txt" | wc -l; }
+clean=$(count 0) found=$(count 3) cut=$(count 124)
+other=$(( $(wc -l < "$dir/status.txt") - clean - found - cut ))
+summaries=$(cat "$dir"/*.log | grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' | grep -vE 'SUMMARY: 0 (errors|hazards)' |
+            sort | uniq -c | tr -s ' ' | tr '\n' ';')
+echo "$total cases, $jobs at once: $clean clean, $found with findings, $cut over ${limit}s, $other failed" \
+     "(rc other than 0/3/124)${summaries:+; $summaries} ($(( $(date +%s) - start )) s)"
+awk '$1 != 0 { print "  not clean (rc " $1 "): " $2 }' "$dir/status.txt" | sort
+[ "$clean" -eq "$total" ]
