@@ -196,8 +196,9 @@ __device__ __forceinline__ T warp_all_reduce(T v, Op op) {
 }
 
 // Combines each block's value over the blocks of its cluster, in rank order, so every block gets
-// the same bits. `slot` is one T of shared memory. Only launched with cluster > 1 on sm_90, where
-// the whole cluster calls this.
+// the same bits. `slot` is one T of shared memory, reusable from one call to the next (the norm
+// backward reduces once a row; a kernel that reduces once takes cluster_reduce_once, with one
+// barrier instead of two). Only launched with cluster > 1 on sm_90, where the whole cluster calls this.
 template <class T, class Op>
 __device__ T cluster_reduce(T v, Op op, T* slot) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -214,17 +215,48 @@ __device__ T cluster_reduce(T v, Op op, T* slot) {
 #endif
 }
 
-// The reduction of every thread's `v` over the row's block (or cluster), the same bits in every
-// thread. `identity` is op's neutral value; `scratch` is 32 T and `slot` one T in shared memory,
-// each used once per kernel.
+// Cluster kernels that reduce with row_reduce call this first, in every thread, when cluster > 1:
+// it opens the barrier phase that row_reduce waits on before it writes into the other blocks'
+// shared memory, which only then surely exists (every block has arrived, so has started). Opened
+// at the start, that phase has long completed by the reduction: no wait.
+__device__ __forceinline__ void cluster_arrive_started() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+}
+
+// cluster_reduce for a kernel's one reduction, with one cluster barrier instead of two: each block
+// writes its value into slot [its rank] of every block's `slots` (kMaxCluster T of shared memory),
+// one barrier makes the writes visible, and each warp reduces its own block's slots in a fixed
+// butterfly order (the same bits in every block). Nothing is read remotely, so no block waits for
+// the others to finish reading before it may exit. Needs cluster_arrive_started at the kernel's start.
 template <class T, class Op>
-__device__ T row_reduce(T v, Op op, T identity, int cluster, T* scratch, T* slot) {
+__device__ T cluster_reduce_once(T v, Op op, T identity, T* slots) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");  // every block has started
+  const unsigned blocks = cluster.num_blocks();
+  if (threadIdx.x < blocks) *cluster.map_shared_rank(slots + cluster.block_rank(), threadIdx.x) = v;
+  cluster.sync();
+  const unsigned lane = threadIdx.x % 32;
+  return warp_all_reduce(lane < blocks ? slots[lane] : identity, op);
+#else
+  __trap();
+  return v;
+#endif
+}
+
+// The reduction of every thread's `v` over the row's block (or cluster), the same bits in every
+// thread. `identity` is op's neutral value; `scratch` is 32 T and `slots` kMaxCluster T in shared
+// memory, each used once per kernel; a cluster kernel began with cluster_arrive_started.
+template <class T, class Op>
+__device__ T row_reduce(T v, Op op, T identity, int cluster, T* scratch, T* slots) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   v = warp_all_reduce(v, op);
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   v = warp_all_reduce(lane < static_cast<int>(blockDim.x / 32) ? scratch[lane] : identity, op);
-  if (cluster > 1) v = cluster_reduce(v, op, slot);
+  if (cluster > 1) v = cluster_reduce_once(v, op, identity, slots);
   return v;
 }
 
@@ -252,7 +284,7 @@ __device__ __forceinline__ float pack_max(const Pack<T, V>& p) {
 // (see copy_slice) plus one `extra` value (-inf for none).
 template <class T, int V>
 __device__ SoftmaxState row_softmax_state(const Pack<T, V>* cache, const RowSlice& s, float extra, int cluster,
-                                          SoftmaxState* scratch, SoftmaxState* slot) {
+                                          SoftmaxState* scratch, SoftmaxState* slots) {
   const long long count = s.end - s.first;
   float m = extra;
   for (long long k = threadIdx.x; k < count; k += blockDim.x) m = fmaxf(m, pack_max(cache[k]));
@@ -265,7 +297,7 @@ __device__ SoftmaxState row_softmax_state(const Pack<T, V>* cache, const RowSlic
       for (int i = 0; i < V; ++i) sum += exp_minus(to_float(p.v[i]), m);
     }
   }
-  return row_reduce(SoftmaxState{m, sum}, FastMergeSoftmax{}, SoftmaxState{-INFINITY, 0.0f}, cluster, scratch, slot);
+  return row_reduce(SoftmaxState{m, sum}, FastMergeSoftmax{}, SoftmaxState{-INFINITY, 0.0f}, cluster, scratch, slots);
 }
 
 }  // namespace ignis::cuda

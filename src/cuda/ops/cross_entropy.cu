@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(kRowThreads)
                                 int cluster) {
   using P = Pack<T, V>;
   __shared__ SoftmaxState scratch[32];
-  __shared__ SoftmaxState slot;
+  __shared__ SoftmaxState slots[kMaxCluster];
   const long long row = blockIdx.x / cluster;
   const bool lead = blockIdx.x % cluster == 0;
   const T* in = logits + row * vocab;
@@ -176,12 +176,13 @@ __global__ void __launch_bounds__(kRowThreads)
 
   // Every logit this thread needs is read before it writes any (each thread writes only the packs
   // it cached) and the target logit before the block's first barrier: an in-place gradient is safe.
+  if (cluster > 1) cluster_arrive_started();
   P* cache = slice_cache<P>(s, 0);
   copy_slice(reinterpret_cast<const P*>(in + split.head), s, cache);
   const float extra = scalar >= 0 ? to_float(in[scalar]) : -INFINITY;
   const float target_logit = lead && threadIdx.x == 0 ? to_float(in[target]) : 0.0f;
   wait_copies();
-  const SoftmaxState state = row_softmax_state<T, V>(cache, s, extra, cluster, scratch, &slot);
+  const SoftmaxState state = row_softmax_state<T, V>(cache, s, extra, cluster, scratch, slots);
   const float lse = state.max + logf(state.sum);
   if (lead && threadIdx.x == 0) row_loss[row] = lse - target_logit;
   if (!grad) return;

@@ -20,12 +20,13 @@ __global__ void __launch_bounds__(kRowThreads)
     softmax_cached_kernel(const T* __restrict__ x, T* __restrict__ y, long long cols, int cluster) {
   using P = Pack<T, V>;
   __shared__ SoftmaxState scratch[32];
-  __shared__ SoftmaxState slot;
+  __shared__ SoftmaxState slots[kMaxCluster];
+  if (cluster > 1) cluster_arrive_started();
   const RowSlice s = row_slice(cols / V, cluster);
   P* cache = slice_cache<P>(s, 0);
   copy_slice(reinterpret_cast<const P*>(x + s.row * cols), s, cache);
   wait_copies();
-  const SoftmaxState state = row_softmax_state<T, V>(cache, s, -INFINITY, cluster, scratch, &slot);
+  const SoftmaxState state = row_softmax_state<T, V>(cache, s, -INFINITY, cluster, scratch, slots);
   // A row of all -inf has no visible element: it outputs zeros rather than 0/0.
   const float inv_sum = state.sum > 0.0f ? 1.0f / state.sum : 0.0f;
   const float row_max = state.max == -INFINITY ? 0.0f : state.max;
@@ -45,7 +46,8 @@ __global__ void __launch_bounds__(kRowThreads)
                                    long long cols, int cluster) {
   using P = Pack<T, V>;
   __shared__ float scratch[32];
-  __shared__ float slot;
+  __shared__ float slots[kMaxCluster];
+  if (cluster > 1) cluster_arrive_started();
   const RowSlice s = row_slice(cols / V, cluster);
   P* yc = slice_cache<P>(s, 0);
   P* gc = slice_cache<P>(s, 1);
@@ -59,7 +61,7 @@ __global__ void __launch_bounds__(kRowThreads)
 #pragma unroll
     for (int i = 0; i < V; ++i) dot += to_float(a.v[i]) * to_float(b.v[i]);
   }
-  dot = row_reduce(dot, Sum{}, 0.0f, cluster, scratch, &slot);
+  dot = row_reduce(dot, Sum{}, 0.0f, cluster, scratch, slots);
 
   P* out = reinterpret_cast<P*>(dx + s.row * cols);
   for (long long k = threadIdx.x; k < count; k += blockDim.x) {
