@@ -25,23 +25,33 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...), with the programmatic-serialization attribute
-// when the stream asks for overlap; launch errors are left for IGNIS_CHECK_LAUNCH.
+// kernel<<<grid, block, smem, stream>>>(args...), allowed to start while the previous kernel on the
+// stream still runs when `overlap` is set (the programmatic-serialization attribute); launch errors
+// are left for IGNIS_CHECK_LAUNCH.
 template <class... Params, class... Args>
-void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, Stream stream,
-                   Args&&... args) {
+void launch_overlapping(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
+                        bool overlap, Args&&... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
-  config.stream = to_cuda(stream);
+  config.stream = stream;
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
-  // Only on a created stream: the legacy default stream synchronizes with every other stream.
-  config.numAttrs = stream.overlap_previous && stream.handle != nullptr ? 1 : 0;
+  config.numAttrs = overlap ? 1 : 0;
   cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+// launch_overlapping when the stream asks for overlap, and only on a created stream: whatever ran
+// before on the legacy default stream (another op, another library) may not wait with pdl_wait.
+// An op's own second kernel, launched right after its first, may overlap on any stream.
+template <class... Params, class... Args>
+void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, Stream stream,
+                   Args&&... args) {
+  launch_overlapping(kernel, grid, block, smem, to_cuda(stream), stream.overlap_previous && stream.handle != nullptr,
+                     std::forward<Args>(args)...);
 }
 
 }  // namespace ignis::cuda

@@ -201,6 +201,7 @@ __global__ void __launch_bounds__(kStagedThreads)
   __shared__ float2 slot2;
   __shared__ float4 slot4;
 
+  pdl_trigger();  // sum_partials may launch now: it waits for this whole grid before it reads
   const int packs = dim / V;
   const int slice = (packs + cluster - 1) / cluster;
   const int first = static_cast<int>(blockIdx.x % cluster) * slice;

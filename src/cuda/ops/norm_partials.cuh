@@ -11,6 +11,7 @@
 
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
+#include "cuda/common/pdl.cuh"
 #include "cuda/common/reduce.cuh"
 #include "cuda/ops/norm_common.cuh"
 
@@ -140,6 +141,7 @@ __global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
     sum_partials(const float* __restrict__ dw_part, const float* __restrict__ db_part, int parts, int dim,
                  T* __restrict__ dweight, T* __restrict__ dbias) {
   __shared__ float tile[sum_tile_bytes(kSumColumns / W * kSumSlices) / sizeof(float)];
+  pdl_wait();  // may start while the backward that writes the partial rows still runs
   const bool bias = blockIdx.y != 0;
   sum_columns<T, W, kSumColumns>(bias ? db_part : dw_part, parts, dim, static_cast<int>(blockIdx.x) * kSumColumns,
                                  bias ? dbias : dweight, tile);
@@ -151,12 +153,15 @@ void sum_partials_into(const float* dw_part, const float* db_part, long long par
                        T* dbias, cudaStream_t s) {
   const unsigned sums = dbias != nullptr ? 2 : 1;
   const dim3 grid(static_cast<unsigned>(ceil_div(dim, kSumColumns)), sums);
+  // Launched to overlap the backward before it (which calls pdl_trigger): its blocks take the SMs
+  // as the backward's groups finish, instead of after a launch gap (~1 point of copy at 8192-16384
+  // bf16 columns, H100 PERF_NOTES session 8).
   if (dim % 4 == 0)
-    sum_partials<T, 4><<<grid, kSumColumns / 4 * kSumSlices, 0, s>>>(
-        dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
+    launch_overlapping(sum_partials<T, 4>, grid, dim3(kSumColumns / 4 * kSumSlices), 0, s, true, dw_part, db_part,
+                       static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
   else
-    sum_partials<T, 1><<<grid, kSumColumns * kSumSlices, 0, s>>>(
-        dw_part, db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
+    launch_overlapping(sum_partials<T, 1>, grid, dim3(kSumColumns * kSumSlices), 0, s, true, dw_part, db_part,
+                       static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
   IGNIS_CHECK_LAUNCH();
 }
 
