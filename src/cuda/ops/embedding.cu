@@ -24,18 +24,33 @@ constexpr int kThreads = kWarpsPerBlock * 32;
 // loading all its words before storing any (8 loads of 16 bytes in flight a lane: a warp spends
 // half its life waiting on its id, so 2 KB a warp left DRAM short of requests, worst with the TLB
 // misses of random rows in a 1-2 GB table). Warps take (row, chunk) pairs in order, so a 16 KB row
-// is 4 warps and a short row one partly idle warp. Rows and output are touched once: loads and
-// stores are evict-first (.cs) so they do not push anything else out of L2.
+// is 4 warps and a short row one partly idle warp. Rows and output are touched once; rows shorter
+// than kPlainRowBytes are loaded and stored evict-first (.cs), longer ones plainly: measured on the
+// H100 (PERF_NOTES session 8), 8 KB rows gained 4 points of copy with the hints and 16 KB rows lost
+// 1-1.5 (mostly to the evict-first loads: with only the stores evict-first they lost ~0.5).
 constexpr int kWordsPerLane = 8;
 constexpr int kChunkWords = 32 * kWordsPerLane;
 constexpr int kGatherWarps = 4;
 // 12 blocks of 4 warps an SM (40 registers, no spills): 48 warps x 4 KB = 192 KB of loads in flight
 // an SM, against 64 x 2 KB with 4 words a lane.
 constexpr int kGatherBlocksPerSm = 12;
+constexpr long long kPlainRowBytes = 16 * 1024;
+
+// Loads and stores of one word, evict-first or plain.
+template <bool kEvictFirst, class W>
+__device__ __forceinline__ W load_word(const W* p) {
+  if constexpr (kEvictFirst) return __ldcs(p);
+  else return *p;
+}
+template <bool kEvictFirst, class W>
+__device__ __forceinline__ void store_word(W* p, W v) {
+  if constexpr (kEvictFirst) __stcs(p, v);
+  else *p = v;
+}
 
 // W: the copy word (uint4, uint2, unsigned or unsigned short); words: row size in words;
 // chunks: ceil(words / kChunkWords), with n * chunks < 2^31 (checked at launch).
-template <class W, class Id>
+template <class W, class Id, bool kEvictFirst>
 __global__ void __launch_bounds__(kGatherWarps * 32, kGatherBlocksPerSm)
     gather_rows_kernel(const W* __restrict__ table, const Id* __restrict__ ids, W* __restrict__ out, long long n,
                        long long vocab, long long words, unsigned chunks, long long* flag) {
@@ -63,9 +78,9 @@ __global__ void __launch_bounds__(kGatherWarps * 32, kGatherBlocksPerSm)
   W v[kWordsPerLane];
   if (span == kChunkWords) {  // every chunk but a partial last one: no per-word predicates live
 #pragma unroll
-    for (int u = 0; u < kWordsPerLane; ++u) v[u] = __ldcs(src + u * 32);
+    for (int u = 0; u < kWordsPerLane; ++u) v[u] = load_word<kEvictFirst>(src + u * 32);
 #pragma unroll
-    for (int u = 0; u < kWordsPerLane; ++u) __stcs(to + u * 32, v[u]);
+    for (int u = 0; u < kWordsPerLane; ++u) store_word<kEvictFirst>(to + u * 32, v[u]);
     return;
   }
   // A row's last, partial chunk: 4 words a lane at a time, so few predicates and registers are live.
@@ -74,10 +89,10 @@ __global__ void __launch_bounds__(kGatherWarps * 32, kGatherBlocksPerSm)
   for (int at = 0; at < span; at += 32 * kTailWords) {
 #pragma unroll
     for (int u = 0; u < kTailWords; ++u)
-      if (lane + at + u * 32 < span) v[u] = __ldcs(src + at + u * 32);
+      if (lane + at + u * 32 < span) v[u] = load_word<kEvictFirst>(src + at + u * 32);
 #pragma unroll
     for (int u = 0; u < kTailWords; ++u)
-      if (lane + at + u * 32 < span) __stcs(to + at + u * 32, v[u]);
+      if (lane + at + u * 32 < span) store_word<kEvictFirst>(to + at + u * 32, v[u]);
   }
 }
 
@@ -88,7 +103,9 @@ void launch_gather(const Tensor& table, const Tensor& ids, const Tensor& out, lo
   const long long chunks = std::max<long long>(1, (words + kChunkWords - 1) / kChunkWords);
   check_arg(n * chunks < (1LL << 31), "embedding_forward", "ids.size(0) * row chunks", "< 2^31",
             detail::concat(n, " * ", chunks));
-  gather_rows_kernel<W, Id><<<ceil_div(n * chunks, kGatherWarps), kGatherWarps * 32, 0, to_cuda(stream)>>>(
+  const auto kernel = table.size(1) * dtype_size(table.dtype()) < kPlainRowBytes ? gather_rows_kernel<W, Id, true>
+                                                                                : gather_rows_kernel<W, Id, false>;
+  kernel<<<ceil_div(n * chunks, kGatherWarps), kGatherWarps * 32, 0, to_cuda(stream)>>>(
       static_cast<const W*>(table.data()), ids.data_as<const Id>(), static_cast<W*>(out.data()), n, table.size(0),
       words, static_cast<unsigned>(chunks), flag);
   IGNIS_CHECK_LAUNCH();
