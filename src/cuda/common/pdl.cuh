@@ -44,9 +44,10 @@ void launch_overlapping(void (*kernel)(Params...), dim3 grid, dim3 block, std::s
   cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
 
-// launch_overlapping when the stream asks for overlap, and only on a created stream: whatever ran
-// before on the legacy default stream (another op, another library) may not wait with pdl_wait.
-// An op's own second kernel, launched right after its first, may overlap on any stream.
+// launch_overlapping when the stream asks for overlap, and only on a created stream: the legacy
+// default stream synchronizes with every other stream, so the work before a launch there may be
+// another stream's. (An op's own second kernel, launched right after its first and reading only
+// what the first wrote, may overlap on any stream: launch_overlapping with overlap set.)
 template <class... Params, class... Args>
 void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, Stream stream,
                    Args&&... args) {

@@ -174,9 +174,9 @@ __global__ void __launch_bounds__(kRowThreads)
     return;
   }
 
+  if (cluster > 1) cluster_arrive_started();  // after the pad-row exit: a pad row's cluster has no barrier
   // Every logit this thread needs is read before it writes any (each thread writes only the packs
   // it cached) and the target logit before the block's first barrier: an in-place gradient is safe.
-  if (cluster > 1) cluster_arrive_started();
   P* cache = slice_cache<P>(s, 0);
   copy_slice(reinterpret_cast<const P*>(in + split.head), s, cache);
   const float extra = scalar >= 0 ? to_float(in[scalar]) : -INFINITY;
