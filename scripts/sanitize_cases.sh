@@ -39,7 +39,7 @@ total=$(wc -l < "$dir/cases.txt")
 count() { awk -v want="$1" '$1 == want' "$dir/status.txt" | wc -l; }
 clean=$(count 0) found=$(count 3) cut=$(count 124)
 other=$(( $(wc -l < "$dir/status.txt") - clean - found - cut ))
-summaries=$(cat "$dir"/*.log | grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' | grep -vE 'SUMMARY: 0 (errors|hazards)' |
+summaries=$(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$dir"/*.log | grep -vE 'SUMMARY: 0 (errors|hazards)' |
             sort | uniq -c | tr -s ' ' | tr '\n' ';')
 echo "$total cases, $jobs at once: $clean clean, $found with findings, $cut over ${limit}s, $other failed" \
      "(rc other than 0/3/124)${summaries:+; $summaries} ($(( $(date +%s) - start )) s)"

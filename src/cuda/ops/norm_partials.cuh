@@ -156,12 +156,10 @@ void sum_partials_into(const float* dw_part, const float* db_part, long long par
   // Launched to overlap the backward before it (which calls pdl_trigger): its blocks take the SMs
   // as the backward's groups finish, instead of after a launch gap (~1 point of copy at 8192-16384
   // bf16 columns, H100 PERF_NOTES session 8).
-  if (dim % 4 == 0)
-    launch_overlapping(sum_partials<T, 4>, grid, dim3(kSumColumns / 4 * kSumSlices), 0, s, true, dw_part, db_part,
-                       static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
-  else
-    launch_overlapping(sum_partials<T, 1>, grid, dim3(kSumColumns * kSumSlices), 0, s, true, dw_part, db_part,
-                       static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
+  const bool wide = dim % 4 == 0;  // float4 loads
+  launch_overlapping(wide ? sum_partials<T, 4> : sum_partials<T, 1>, grid,
+                     dim3(wide ? kSumColumns / 4 * kSumSlices : kSumColumns * kSumSlices), 0, s, true, dw_part,
+                     db_part, static_cast<int>(parts), static_cast<int>(dim), dweight, dbias);
   IGNIS_CHECK_LAUNCH();
 }
 
