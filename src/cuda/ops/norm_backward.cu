@@ -1,9 +1,9 @@
 // RMSNorm and LayerNorm backward over rows.
 //
-// Backward (backward_staged): a block owns a group of rows (every groups-th row; about two
+// Backward (backward_staged): a block owns a group of rows (every groups-th row; one or two
 // blocks an SM for the whole tensor) and a thread owns the same few packs of every row. Rows
-// stream through a ring of shared-memory stages (sm_90: bulk copies by the copy engine; else
-// cp.async) filled two rows ahead (RowStages), so loads stay in flight through the reductions
+// stream through a ring of shared-memory stages (sm_90: mostly bulk copies by the copy engine;
+// else cp.async) filled two rows ahead (RowStages), so loads stay in flight through the reductions
 // whatever the registers (which hold only the weight and the sums). Each row recomputes its
 // statistics from x (no saved rstd), then
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight (RMSNorm: no mean(g)
@@ -57,6 +57,14 @@ constexpr int kMaxStagedCluster = 8;  // the portable cluster size
 // (264 x 8192 floats a sum) cost more than the second launch (bf16 8192 / 16384 lost 2-3 points
 // of copy, H100 PERF_NOTES session 5).
 constexpr long long kFinishColumns = 4096;
+
+// Whether backward_staged fills its stages with bulk copies (sm_90) or per-thread cp.async (see
+// RowStages). LayerNorm's 16-bit rows of 2049-4096 columns (2 packs a thread) take cp.async: 76%
+// of copy against 69% with bulk copies at 4096 bf16 (one group an SM; H100, PERF_NOTES session 9).
+// Every other measured shape (4096-16384 columns, both norms, f32 and bf16) was as fast or faster
+// with bulk copies.
+template <Kind kKind, class T, int P>
+constexpr bool kBulkStages = !(kKind == Kind::layer && sizeof(T) == 2 && P == 2);
 
 // One pack of the looping backward at column c: turns x into xhat and dy into g = dy * weight,
 // adds dy * xhat and dy to the thread's partial sums, and returns (sum g, sum g * xhat).
@@ -214,7 +222,7 @@ __global__ void __launch_bounds__(kStagedThreads)
   const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
   __shared__ unsigned long long landed[kStages];
   const long long start = group * packs + first;
-  RowStages<PackT, kStages, P> stages{reinterpret_cast<PackT*>(staged_smem),
+  RowStages<PackT, kStages, P, kBulkStages<kKind, T, P>> stages{reinterpret_cast<PackT*>(staged_smem),
                                       reinterpret_cast<const PackT*>(x) + start,
                                       reinterpret_cast<const PackT*>(dy) + start,
                                       landed,
@@ -498,9 +506,14 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   IGNIS_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   // About two blocks an SM (fewer when fewer fit): enough loads in flight, few partial rows.
+  // LayerNorm's whole-row blocks of 256 threads or more at up to kFinishColumns take one an SM:
+  // half the partial rows, and 4096 columns measured 76 / 87% of copy against 69 / 81% (bf16 /
+  // f32); RMSNorm measured no better (H100, PERF_NOTES session 9).
   const long long resident = resident_groups(kernel, plan, s);
   if (resident <= 0) return false;
-  long long groups = std::min({rows, resident, std::max(1LL, 2LL * sm_count() / plan.cluster)});
+  const bool one_an_sm = kKind == Kind::layer && plan.cluster == 1 && dim <= kFinishColumns && plan.threads >= 256;
+  const long long per_sm = one_an_sm ? 1 : 2;
+  long long groups = std::min({rows, resident, std::max(1LL, per_sm * sm_count() / plan.cluster)});
   const long long sums = kKind == Kind::layer ? 2 : 1;
   const Stream stream{static_cast<void*>(s)};
   // Rows of up to kFinishColumns, whole-row blocks, all resident: one cooperative launch that also

@@ -1,14 +1,12 @@
 #pragma once
 // The row stages of the norm backward (norm_backward.cu's backward_staged): a ring of shared-memory
-// stages that rows of x and dy stream through, filled by bulk copies on sm_90 and by per-thread
-// cp.async before it.
+// stages that rows of x and dy stream through, filled by bulk copies (sm_90) or per-thread cp.async.
 #include <cuda_runtime.h>
 
 #include "cuda/common/bulk_copy.cuh"
 
 namespace ignis::cuda::norm {
 
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900  // sm_90 fills the stages with bulk copies
 __device__ __forceinline__ void copy_pack(void* smem_dst, const void* src) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
@@ -19,72 +17,78 @@ template <int N>
 __device__ __forceinline__ void wait_copies_but() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-#endif
 
 // The ring of S row stages of backward_staged: row i of the group lands in stage i % S (counted,
 // not divided: a 64-bit modulo was ~20 instructions a row), S - 1 rows ahead of the row computed.
-// sm_90: thread 0 fills a stage with two bulk copies (the block's slices of x and dy) and the
-// stage's mbarrier says when they have landed; a stage is refilled after the row's first block
-// barrier (after_first_barrier), when every thread is done with the previous row. The per-thread
-// cp.async it replaces (4 copies and their addressing a thread a row) left warps waiting on their
-// rows (ncu long-scoreboard stalls, H100); the bulk copies gained 1-8 points of copy in 10 of 12
-// benchmark cases and lost 6 in LayerNorm bf16 4096 (H100, PERF_NOTES session 4). Older devices:
-// each thread copies the packs it reads with cp.async, so it refills in wait_row, before waiting,
-// one commit group a row.
-template <class PackT, int S, int P>
+// Two ways to fill a stage:
+// - kBulk on sm_90: thread 0 fills a stage with two bulk copies (the block's slices of x and dy)
+//   and the stage's mbarrier says when they have landed; a stage is refilled after the row's first
+//   block barrier (after_first_barrier), when every thread is done with the previous row. The
+//   per-thread cp.async it replaced (4 copies and their addressing a thread a row) left warps
+//   waiting on their rows (ncu long-scoreboard stalls, H100); the bulk copies gained 1-8 points of
+//   copy in 10 of 12 benchmark cases (H100, PERF_NOTES session 4).
+// - otherwise (and before sm_90): each thread copies the packs it reads itself with cp.async, so it
+//   refills in wait_row, before waiting, without a block barrier, one commit group a row. That
+//   refill starts a row earlier than the bulk path's, which is what LayerNorm's 16-bit rows of
+//   4096 columns need (PERF_NOTES session 9).
+template <class PackT, int S, int P, bool kBulk = true>
 struct RowStages {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static constexpr bool kBulkCopies = kBulk;
+#else
+  static constexpr bool kBulkCopies = false;
+#endif
   PackT* cache;  // [S][x, dy][slice] packs
   const PackT* x;  // the block's first pack of the group's first row; rows `stride` packs apart
   const PackT* dy;
-  unsigned long long* landed;  // [S] mbarriers (sm_90)
+  unsigned long long* landed;  // [S] mbarriers (bulk copies)
   long long stride, n;  // packs from one of the group's rows to its next; the group's rows
   int slice, count;  // packs a stage holds of each tensor; this block's packs
   int fill = 0, read = 0;
   unsigned parity = 0;
 
   __device__ void copy(long long i) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (threadIdx.x == 0 && i < n) {
-      PackT* stage = cache + fill * 2 * slice;
-      const unsigned bytes = static_cast<unsigned>(count) * sizeof(PackT);
-      expect_bytes(&landed[fill], 2 * bytes);
-      fence_before_bulk_copies();  // the stage's previous row was read by the whole block
-      bulk_copy_to_shared(stage, x + i * stride, bytes, &landed[fill]);
-      bulk_copy_to_shared(stage + slice, dy + i * stride, bytes, &landed[fill]);
-    }
-#else
-    if (i < n) {
-      PackT* stage = cache + fill * 2 * slice;
+    PackT* stage = cache + fill * 2 * slice;
+    if constexpr (kBulkCopies) {
+      if (threadIdx.x == 0 && i < n) {
+        const unsigned bytes = static_cast<unsigned>(count) * sizeof(PackT);
+        expect_bytes(&landed[fill], 2 * bytes);
+        fence_before_bulk_copies();  // the stage's previous row was read by the whole block
+        bulk_copy_to_shared(stage, x + i * stride, bytes, &landed[fill]);
+        bulk_copy_to_shared(stage + slice, dy + i * stride, bytes, &landed[fill]);
+      }
+    } else {
+      if (i < n) {
 #pragma unroll
-      for (int p = 0; p < P; ++p) {
-        const int k = static_cast<int>(threadIdx.x + p * blockDim.x);
-        if (k < count) {
-          copy_pack(stage + k, x + i * stride + k);
-          copy_pack(stage + slice + k, dy + i * stride + k);
+        for (int p = 0; p < P; ++p) {
+          const int k = static_cast<int>(threadIdx.x + p * blockDim.x);
+          if (k < count) {
+            copy_pack(stage + k, x + i * stride + k);
+            copy_pack(stage + slice + k, dy + i * stride + k);
+          }
         }
       }
+      commit_copies();  // empty past the group's end: wait_copies_but<S - 1> means "row i landed"
     }
-    commit_copies();  // empty past the group's end: wait_copies_but<S - 1> means "row i landed"
-#endif
     fill = fill + 1 == S ? 0 : fill + 1;
   }
   // Before the block's first use: barriers set up, the first S - 1 rows in flight.
   __device__ void start() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (threadIdx.x == 0)
-      for (int s = 0; s < S; ++s) init_landing_barrier(&landed[s], 1);
-    __syncthreads();
-#endif
+    if constexpr (kBulkCopies) {
+      if (threadIdx.x == 0)
+        for (int s = 0; s < S; ++s) init_landing_barrier(&landed[s], 1);
+      __syncthreads();
+    }
     for (int i = 0; i < S - 1; ++i) copy(i);
   }
   // Row i's stage once its bytes have landed.
   __device__ const PackT* wait_row(long long i) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    wait_landed(&landed[read], parity);
-#else
-    copy(i + S - 1);  // the stage it fills was last read by this thread itself, in row i - 1
-    wait_copies_but<S - 1>();
-#endif
+    if constexpr (kBulkCopies) {
+      wait_landed(&landed[read], parity);
+    } else {
+      copy(i + S - 1);  // the stage it fills was last read by this thread itself, in row i - 1
+      wait_copies_but<S - 1>();
+    }
     const PackT* stage = cache + read * 2 * slice;
     if (++read == S) {
       read = 0;
@@ -93,9 +97,7 @@ struct RowStages {
     return stage;
   }
   __device__ void after_first_barrier(long long i) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    copy(i + S - 1);
-#endif
+    if constexpr (kBulkCopies) copy(i + S - 1);
   }
 };
 
