@@ -7,10 +7,10 @@
 // whatever the registers (which hold only the weight and the sums). Each row recomputes its
 // statistics from x (no saved rstd), then
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight (RMSNorm: no mean(g)
-// term and mean 0). LayerNorm takes two reductions a row (sum x; then sum (x - mean)^2, sum g and
-// sum g (x - mean) together, mean(g * xhat) being rstd * mean(g (x - mean))), RMSNorm one
-// (sum x^2 and sum g x); LayerNorm rows of 16 columns a thread or fewer take one reduction too,
-// of sums shifted by the mean of the group's previous row, unless that would cancel (kShifted).
+// term and mean 0). A row takes one reduction: RMSNorm of sum x^2 and sum g x; LayerNorm of
+// sum d, sum d^2, sum g and sum g d with d = x less the mean of the group's previous row
+// (mean(g * xhat) being rstd * mean(g (x - mean))), and a second, two-pass one only where the
+// shifted sums would cancel.
 // dweight = sum over rows of dy * xhat and dbias = sum of dy stay in fp32 registers over the
 // group's rows, are written as one partial row per group into a [groups, dim] workspace, and are
 // summed over groups in a fixed order: no atomics, deterministic. Rows of up to 4096 columns do that
@@ -95,21 +95,6 @@ __device__ __forceinline__ void write_dx(const float (&xh)[V], const float (&gv)
 #pragma unroll
   for (int j = 0; j < V; ++j) d[j] = s.rstd * (gv[j] - mean_g - xh[j] * means.y);
   store_floats<T, V>(out + c, d);
-}
-
-// Sum over the row's block (and cluster), the same bits in every thread: a warp butterfly, every
-// warp then reduces the warp sums by a full 32-lane butterfly (lanes past the warps add zeros), and
-// cluster_reduce adds the blocks in rank order. Not block_sum: its butterfly of log2(warps) steps
-// behind a runtime test made LayerNorm backward 3-6 points of copy slower (H200, 14:16 UTC).
-// scratch: 32 floats that no thread reads after the caller's previous barrier; slot: one float.
-__device__ float staged_sum(float v, float* scratch, float* slot, int cluster) {
-  const int lane = threadIdx.x % 32;
-  v = warp_sum(v);
-  if (lane == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  v = warp_sum(lane < static_cast<int>(blockDim.x / 32) ? scratch[lane] : 0.0f);
-  if (cluster > 1) v = cluster_reduce(v, Add{}, slot);
-  return v;
 }
 
 // The float2 and float4 sums as a reduce-scatter: the first butterfly steps halve the components a
@@ -201,11 +186,9 @@ __global__ void __launch_bounds__(kStagedThreads)
   using PackT = Pack<T, V>;
   extern __shared__ __align__(16) unsigned char staged_smem[];  // [kStages][x, dy][slice] packs
   // The row's reductions alternate buffers between rows: float2 for RMSNorm (and LayerNorm's
-  // two-pass fallback), float4 for LayerNorm; float: LayerNorm's mean where it goes first.
-  __shared__ float scratch1[32];
+  // two-pass fallback), float4 for LayerNorm.
   __shared__ float2 scratch2[2][16];
   __shared__ float4 scratch4[2][16];
-  __shared__ float slot1;
   __shared__ float2 slot2;
   __shared__ float4 slot4;
 
@@ -250,34 +233,20 @@ __global__ void __launch_bounds__(kStagedThreads)
     else return to_float(w[p].v[j]);
   };
   const float inv_dim = 1.0f / static_cast<float>(dim);
-  // LayerNorm sums d = x - shift. With kShifted, shift is the mean of the group's previous row
-  // (`groups` rows up; 0 before the first), so one reduction gives the mean, the variance
-  // E[d^2] - E[d]^2 and sum g (x - mean): a common offset cancels exactly in d. Where E[d]^2 >
-  // the variance (a row far from the previous one) that loses more than one bit, and the row
-  // takes a second, two-pass reduction; the branch is the same in every thread of the block and
-  // cluster (the sums have the same bits everywhere). Without kShifted (32 columns a thread: no
-  // registers for the fallback) shift is the row's mean, from a reduction of its own first.
-  constexpr bool kShifted = kKind == Kind::layer && P * V <= 16;
+  // LayerNorm sums d = x - shift, shift being the mean of the group's previous row (`groups` rows
+  // up; 0 before the first), so one reduction gives the mean, the variance E[d^2] - E[d]^2 and
+  // sum g (x - mean): a common offset cancels exactly in d. Where E[d]^2 > the variance (a row far
+  // from the previous one) that loses more than one bit, and the row takes a second, two-pass
+  // reduction; the branch is the same in every thread of the block and cluster (the sums have the
+  // same bits everywhere). Rows of 32 columns a thread took a reduction of the mean first until
+  // session 9: one reduction is 2-3 points of copy faster for LayerNorm bf16 8192 and 16384
+  // (H100, PERF_NOTES session 9).
   float shift = 0.0f;
 
   for (long long i = 0; i < n; ++i) {
     const PackT* xs = stages.wait_row(i);
     const PackT* gs = xs + slice;
 
-    if constexpr (kKind == Kind::layer && !kShifted) {
-      float s = 0.0f;
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        const int k = tid + p * threads;
-        if (k >= count) continue;
-        float xv[V];
-        to_floats(xs[k], xv);
-#pragma unroll
-        for (int j = 0; j < V; ++j) s += xv[j];
-      }
-      shift = staged_sum(s, scratch1, &slot1, cluster) * inv_dim;
-      stages.after_first_barrier(i);
-    }
     // Calls f(x, g) for each column of this thread in the row, g = dy * weight.
     const auto each_column = [&](auto&& f) {
 #pragma unroll
@@ -303,13 +272,13 @@ __global__ void __launch_bounds__(kStagedThreads)
     float mean = 0.0f, var, mean_g = 0.0f, sum_gc;  // sum_gc: sum g (x - mean)
     if constexpr (kKind == Kind::layer) {
       sums = staged_sum(sums, scratch4[i & 1], &slot4, cluster);
-      if constexpr (kShifted) stages.after_first_barrier(i);
-      const float mean_d = kShifted ? sums.x * inv_dim : 0.0f;
+      stages.after_first_barrier(i);
+      const float mean_d = sums.x * inv_dim;
       mean = shift + mean_d;
       var = sums.y * inv_dim - mean_d * mean_d;
       mean_g = sums.z * inv_dim;
       sum_gc = sums.w - mean_d * sums.z;
-      if (kShifted && !(mean_d * mean_d <= var)) {
+      if (!(mean_d * mean_d <= var)) {
         float2 c = {0.0f, 0.0f};  // (sum (x - mean)^2, sum g (x - mean))
         each_column([&](float xv, float g) {
           const float d = xv - mean;
@@ -320,7 +289,7 @@ __global__ void __launch_bounds__(kStagedThreads)
         var = c.x * inv_dim;
         sum_gc = c.y;
       }
-      if constexpr (kShifted) shift = mean;
+      shift = mean;
     } else {
       const float2 s2 = staged_sum(make_float2(sums.y, sums.w), scratch2[i & 1], &slot2, cluster);
       stages.after_first_barrier(i);
