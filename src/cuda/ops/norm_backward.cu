@@ -205,14 +205,15 @@ __global__ void __launch_bounds__(kStagedThreads)
   const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
   __shared__ unsigned long long landed[kStages];
   const long long start = group * packs + first;
-  RowStages<PackT, kStages, P, kBulkStages<kKind, T, P>> stages{reinterpret_cast<PackT*>(staged_smem),
-                                      reinterpret_cast<const PackT*>(x) + start,
-                                      reinterpret_cast<const PackT*>(dy) + start,
-                                      landed,
-                                      packs * groups,
-                                      n,
-                                      slice,
-                                      count};
+  using Stages = RowStages<PackT, kStages, P, kBulkStages<kKind, T, P>>;
+  Stages stages{reinterpret_cast<PackT*>(staged_smem),
+                reinterpret_cast<const PackT*>(x) + start,
+                reinterpret_cast<const PackT*>(dy) + start,
+                landed,
+                packs * groups,
+                n,
+                slice,
+                count};
   stages.start();
 
   // This thread's weight: as floats when they fit beside the sums (16 columns or fewer, two
@@ -475,12 +476,15 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   IGNIS_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   // About two blocks an SM (fewer when fewer fit): enough loads in flight, few partial rows.
-  // LayerNorm's whole-row blocks of 256 threads or more at up to kFinishColumns take one an SM:
-  // half the partial rows, and 4096 columns measured 76 / 87% of copy against 69 / 81% (bf16 /
-  // f32); RMSNorm measured no better (H100, PERF_NOTES session 9).
+  // LayerNorm's whole-row blocks of 256 threads and 2+ packs a thread (rows of 8 KB or more) at
+  // up to kFinishColumns take one an SM: half the partial rows, and 4096 columns measured 76 / 87%
+  // of copy against 69 / 81% (bf16 / f32); RMSNorm measured no better (H100, PERF_NOTES session 9).
+  // f32 rows of 2048 columns have bf16 4096's block shape and follow it unmeasured; shorter rows
+  // keep two groups an SM (fewer bytes in flight a group).
   const long long resident = resident_groups(kernel, plan, s);
   if (resident <= 0) return false;
-  const bool one_an_sm = kKind == Kind::layer && plan.cluster == 1 && dim <= kFinishColumns && plan.threads >= 256;
+  const bool one_an_sm =
+      kKind == Kind::layer && plan.cluster == 1 && dim <= kFinishColumns && plan.packs >= 2 && plan.threads >= 256;
   const long long per_sm = one_an_sm ? 1 : 2;
   long long groups = std::min({rows, resident, std::max(1LL, per_sm * sm_count() / plan.cluster)});
   const long long sums = kKind == Kind::layer ? 2 : 1;
