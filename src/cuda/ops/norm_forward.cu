@@ -160,10 +160,11 @@ __global__ void __launch_bounds__(kWarp ? kWarpRowThreads : 1024)
   }
 }
 
+// streaming: ignored (this kernel reads each row twice, the second time from L2).
 template <Kind kKind, class T, int V>
 __global__ void __launch_bounds__(1024) forward_loop(const T* __restrict__ x, const T* __restrict__ weight,
                                                      const T* __restrict__ bias, T* __restrict__ y, long long rows,
-                                                     int dim, float eps, bool) {
+                                                     int dim, float eps, [[maybe_unused]] bool streaming) {
   __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see sum_over_warps)
   const int step = blockDim.x * V;
   int parity = 0;
@@ -249,8 +250,8 @@ void forward(const char* where, const Tensor& x, const Tensor& weight, const Ten
     rows_per_block = plan.warp ? plan.threads / 32 : 1;
     // Evict-first loads and stores for block rows of up to 8 KB: 4096 bf16 columns went from 78-79
     // to 83% of copy (LayerNorm) and 80 to 83-84% (RMSNorm), while rows of 16-64 KB lost 0-3 points
-    // (H100, PERF_NOTES session 10). Shorter block rows (bf16 1032-4088, f32 520-2044 columns)
-    // follow the 8 KB rows unmeasured; warp rows keep plain accesses.
+    // (H100, PERF_NOTES session 10). The other block rows of up to 8 KB (bf16 1032-4088, f32
+    // 516-2048 columns) follow bf16 4096 unmeasured; warp rows keep plain accesses.
     streaming = !plan.warp && dim * static_cast<long long>(sizeof(T)) <= kStreamingRowBytes;
     if (kernel == nullptr) kernel = &forward_loop<kKind, T, V>;
   }
