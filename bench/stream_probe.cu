@@ -3,6 +3,7 @@
 // by bulk copies or cp.async, plain loads, rows loaded ahead into registers) and bytes in flight,
 // with and without writing a row of dx. Built by hand, run on the GPU machine from the repo root:
 //   nvcc -std=c++17 -O2 -arch=sm_90a -I src -o /tmp/stream_probe bench/stream_probe.cu && /tmp/stream_probe
+// `stream_probe ring` runs only the configurations that locate the ring's loss.
 // Prints one line a configuration: GB/s over the whole span (x and dy read, dx written) and from
 // CUDA events, per-SM GB/s (min, 10th percentile, median, max), when the median and the last block
 // ended (us), and the slowest SMs. Results: docs/PERF_NOTES.md session 10.
@@ -185,7 +186,7 @@ __global__ void __launch_bounds__(1024) stream_regs(const uint4* x, const uint4*
   if (tid == 0) record[blockIdx.x] = {t0, now_ns(), smid()};
 }
 
-int main() {
+int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
@@ -209,16 +210,25 @@ int main() {
   };
   const char* fill_name[] = {"bulk", "cp.async", "loads", "regs"};
   std::vector<Config> configs;
-  for (int write : {1, 0})
-    for (int row_bytes : {8192, 16384}) {
-      for (int stages : {2, 3, 4, 6})
-        for (int fill : {kBulk, kCpAsync})
-          if (stages * 2 * row_bytes <= 200 * 1024) configs.push_back({fill, stages, row_bytes, 1, write});
-      if (row_bytes == 8192) configs.push_back({kBulk, 3, row_bytes, 2, write});
-      for (int fill : {kBulk, kCpAsync}) configs.push_back({fill, 3, row_bytes, 1, write, row_bytes / 16});
-      for (int per_sm : {1, 2, 4, 8}) configs.push_back({kLoads, 1, row_bytes, per_sm, write});
-      for (int depth : {1, 2, 3}) configs.push_back({kRegs, depth, row_bytes, 1, write});
-    }
+  if (argc > 1 && std::string(argv[1]) == "ring") {
+    // Where the ring loses against plain loads: one block an SM, or the copy count? (x, dy read and
+    // dx written; 8 KB rows unless said.)
+    configs = {{kBulk, 3, 8192, 1, 1},   {kLoads, 1, 8192, 4, 1},  {kBulk, 2, 8192, 4, 1},
+               {kBulk, 3, 8192, 4, 1},   {kCpAsync, 2, 8192, 4, 1}, {kCpAsync, 3, 8192, 4, 1},
+               {kBulk, 3, 32768, 1, 1},  {kCpAsync, 3, 32768, 1, 1}, {kLoads, 1, 32768, 1, 1},
+               {kLoads, 1, 32768, 2, 1}};
+  } else {
+    for (int write : {1, 0})
+      for (int row_bytes : {8192, 16384}) {
+        for (int stages : {2, 3, 4, 6})
+          for (int fill : {kBulk, kCpAsync})
+            if (stages * 2 * row_bytes <= 200 * 1024) configs.push_back({fill, stages, row_bytes, 1, write});
+        if (row_bytes == 8192) configs.push_back({kBulk, 3, row_bytes, 2, write});
+        for (int fill : {kBulk, kCpAsync}) configs.push_back({fill, 3, row_bytes, 1, write, row_bytes / 16});
+        for (int per_sm : {1, 2, 4, 8}) configs.push_back({kLoads, 1, row_bytes, per_sm, write});
+        for (int depth : {1, 2, 3}) configs.push_back({kRegs, depth, row_bytes, 1, write});
+      }
+  }
   std::printf("%-9s %6s %6s %4s %5s %4s | %7s %7s | %6s %6s %6s %6s | %6s %6s | %s\n", "fill", "stages", "row", "b/SM",
               "write", "thr", "GB/s", "event", "min", "p10", "med", "max", "endmed", "endmax", "slowest SMs (by rate)");
   for (const Config& c : configs) {
