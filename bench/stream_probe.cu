@@ -3,7 +3,8 @@
 // by bulk copies or cp.async, plain loads, rows loaded ahead into registers) and bytes in flight,
 // with and without writing a row of dx. Built by hand, run on the GPU machine from the repo root:
 //   nvcc -std=c++17 -O2 -arch=sm_90a -I src -o /tmp/stream_probe bench/stream_probe.cu && /tmp/stream_probe
-// `stream_probe ring` runs only the configurations that locate the ring's loss.
+// `stream_probe ring` runs only the configurations that locate the ring's loss (and `mixed`: x
+// through the ring, dy loaded a row ahead into registers).
 // Prints one line a configuration: GB/s over the whole span (x and dy read, dx written) and from
 // CUDA events, per-SM GB/s (min, 10th percentile, median, max), when the median and the last block
 // ended (us), and the slowest SMs. Results: docs/PERF_NOTES.md session 10.
@@ -48,7 +49,7 @@ struct Record {
   unsigned sm;
 };
 
-enum Fill { kBulk = 0, kCpAsync = 1, kLoads = 2, kRegs = 3 };
+enum Fill { kBulk = 0, kCpAsync = 1, kLoads = 2, kRegs = 3, kMixed = 4 };
 
 // Block b streams rows b, b + gridDim.x, ... of x and dy (row_packs 16-byte packs each) through a
 // ring of `stages` shared-memory stages, reads each landed row (xor of its packs, as the backward
@@ -75,13 +76,13 @@ __global__ void __launch_bounds__(1024) stream_rows(const uint4* x, const uint4*
   unsigned parity = 0;
   const auto copy = [&](long long i) {
     uint4* stage = cache + fill_stage * 2 * row_packs;
-    if (fill == kBulk) {
+    if (fill == kBulk || fill == kMixed) {
       if (tid == 0 && i < n) {
         const unsigned bytes = row_packs * 16u;
-        expect_bytes(&landed[fill_stage], 2 * bytes);
+        expect_bytes(&landed[fill_stage], (fill == kMixed ? 1 : 2) * bytes);
         fence_before_bulk_copies();
         bulk_copy_to_shared(stage, xb + i * stride, bytes, &landed[fill_stage]);
-        bulk_copy_to_shared(stage + row_packs, gb + i * stride, bytes, &landed[fill_stage]);
+        if (fill == kBulk) bulk_copy_to_shared(stage + row_packs, gb + i * stride, bytes, &landed[fill_stage]);
       }
     } else {
       if (i < n)
@@ -97,10 +98,29 @@ __global__ void __launch_bounds__(1024) stream_rows(const uint4* x, const uint4*
   };
   if (fill != kLoads)
     for (int i = 0; i < stages - 1; ++i) copy(i);
+  // kMixed: x through the ring (bulk copies), dy loaded a row ahead into registers (two packs a
+  // thread: rows of 2 * blockDim.x packs).
+  uint4 dy_row[2] = {}, dy_next[2] = {};
+  if (fill == kMixed && n > 0)
+    for (int j = 0; j < 2; ++j) dy_row[j] = gb[tid + j * threads];
   unsigned acc = 0;
   for (long long i = 0; i < n; ++i) {
     unsigned v = 0;
-    if (fill == kLoads) {
+    if (fill == kMixed) {
+      if (i + 1 < n)
+        for (int j = 0; j < 2; ++j) dy_next[j] = gb[(i + 1) * stride + tid + j * threads];
+      wait_landed(&landed[read_stage], parity);
+      const uint4* stage = cache + read_stage * 2 * row_packs;
+      for (int j = 0; j < 2; ++j) {
+        const uint4 a = stage[tid + j * threads];
+        v ^= a.x ^ a.w ^ dy_row[j].y ^ dy_row[j].z;
+        dy_row[j] = dy_next[j];
+      }
+      if (++read_stage == stages) {
+        read_stage = 0;
+        parity ^= 1;
+      }
+    } else if (fill == kLoads) {
       for (int k = tid; k < row_packs; k += threads) {
         const uint4 a = xb[i * stride + k], b = gb[i * stride + k];
         v ^= a.x ^ a.w ^ b.y ^ b.z;
@@ -128,7 +148,7 @@ __global__ void __launch_bounds__(1024) stream_rows(const uint4* x, const uint4*
       }
     }
     __syncthreads();  // the row's reduction barrier
-    if (fill == kBulk) copy(i + stages - 1);
+    if (fill == kBulk || fill == kMixed) copy(i + stages - 1);
     acc ^= v;
     if (write)
       for (int k = tid; k < row_packs; k += threads) dx[blockIdx.x * static_cast<long long>(row_packs) + i * stride + k] = make_uint4(v, k, 0, acc);
@@ -208,7 +228,7 @@ int main(int argc, char** argv) {
   struct Config {
     int fill, stages, row_bytes, blocks_per_sm, write, threads = 256;
   };
-  const char* fill_name[] = {"bulk", "cp.async", "loads", "regs"};
+  const char* fill_name[] = {"bulk", "cp.async", "loads", "regs", "mixed"};
   std::vector<Config> configs;
   if (argc > 1 && std::string(argv[1]) == "ring") {
     // Where the ring loses against plain loads: one block an SM, or the copy count? (x, dy read and
@@ -216,7 +236,8 @@ int main(int argc, char** argv) {
     configs = {{kBulk, 3, 8192, 1, 1},   {kLoads, 1, 8192, 4, 1},  {kBulk, 2, 8192, 4, 1},
                {kBulk, 3, 8192, 4, 1},   {kCpAsync, 2, 8192, 4, 1}, {kCpAsync, 3, 8192, 4, 1},
                {kBulk, 3, 32768, 1, 1},  {kCpAsync, 3, 32768, 1, 1}, {kLoads, 1, 32768, 1, 1},
-               {kLoads, 1, 32768, 2, 1}};
+               {kLoads, 1, 32768, 2, 1},  {kMixed, 3, 8192, 1, 1},  {kMixed, 4, 8192, 1, 1},
+               {kMixed, 3, 8192, 2, 1}};
   } else {
     for (int write : {1, 0})
       for (int row_bytes : {8192, 16384}) {
