@@ -151,7 +151,8 @@ __global__ void __launch_bounds__(1024) stream_rows(const uint4* x, const uint4*
     if (fill == kBulk || fill == kMixed) copy(i + stages - 1);
     acc ^= v;
     if (write)
-      for (int k = tid; k < row_packs; k += threads) dx[blockIdx.x * static_cast<long long>(row_packs) + i * stride + k] = make_uint4(v, k, 0, acc);
+      for (int k = tid; k < row_packs; k += threads)
+        dx[blockIdx.x * static_cast<long long>(row_packs) + i * stride + k] = make_uint4(v, k, 0, acc);
   }
   __syncthreads();
   if (tid == 0) record[blockIdx.x] = {t0, now_ns(), smid()};
@@ -305,10 +306,12 @@ int main(int argc, char** argv) {
     std::sort(by_rate.begin(), by_rate.end());
     const auto at = [&](double q) { return by_rate[static_cast<size_t>(q * (by_rate.size() - 1))].first; };
     std::string slow;
-    for (int i = 0; i < 8 && i < static_cast<int>(by_rate.size()); ++i) slow += std::to_string(by_rate[i].second) + " ";
-    std::printf("%-9s %6d %6d %4d %5d %4d | %7.0f %7.0f | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f | %s\n", fill_name[c.fill],
-                c.fill == kLoads ? 0 : c.stages, c.row_bytes, c.blocks_per_sm, c.write, c.fill == kRegs ? 1024 : c.threads, span_gbs, event_gbs, at(0),
-                at(0.1), at(0.5), at(1.0), end_med, end_max, slow.c_str());
+    for (int i = 0; i < 8 && i < static_cast<int>(by_rate.size()); ++i)
+      slow += std::to_string(by_rate[i].second) + " ";
+    std::printf("%-9s %6d %6d %4d %5d %4d | %7.0f %7.0f | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f | %s\n",
+                fill_name[c.fill], c.fill == kLoads ? 0 : c.stages, c.row_bytes, c.blocks_per_sm, c.write,
+                c.fill == kRegs ? 1024 : c.threads, span_gbs, event_gbs, at(0), at(0.1), at(0.5), at(1.0), end_med,
+                end_max, slow.c_str());
   }
   return 0;
 }
