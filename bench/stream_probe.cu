@@ -258,7 +258,6 @@ int main(int argc, char** argv) {
     const int row_packs = c.row_bytes / 16;
     const long long rows = tensor_bytes / c.row_bytes;
     const int smem = c.fill == kLoads ? 0 : c.stages * 2 * c.row_bytes;
-    std::vector<double> best_rate;
     std::vector<Record> rec(blocks);
     double event_gbs = 0, span_gbs = 0, end_med = 0, end_max = 0;
     std::vector<double> rate(blocks);
