@@ -147,16 +147,18 @@ __device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_all;
 
 // Stores V floats as one pack into global memory: a 16-byte pack by one st.global.v4 intrinsic
 // (through a T pointer the compiler split bf16 stores into 2-byte stores, and in
-// norm_backward.cu's looping kernel even through a Pack or uint4 pointer).
+// norm_backward.cu's looping kernel even through a Pack or uint4 pointer); `streaming`: an
+// evict-first store (16-byte packs; smaller ones store plainly).
 template <class T, int V>
-__device__ __forceinline__ void store_pack(Pack<T, V>* dst, const float (&v)[V]) {
+__device__ __forceinline__ void store_pack(Pack<T, V>* dst, const float (&v)[V], bool streaming = false) {
   Pack<T, V> pack;
 #pragma unroll
   for (int i = 0; i < V; ++i) pack.v[i] = from_float<T>(v[i]);
   if constexpr (sizeof(pack) == 16) {
     uint4 words;
     memcpy(&words, &pack, sizeof(pack));
-    __stwb(reinterpret_cast<uint4*>(dst), words);
+    if (streaming) __stcs(reinterpret_cast<uint4*>(dst), words);
+    else __stwb(reinterpret_cast<uint4*>(dst), words);
   } else {
     *dst = pack;
   }

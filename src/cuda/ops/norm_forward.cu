@@ -126,16 +126,7 @@ __device__ __forceinline__ void write_normalized(float (&v)[V], RowStats s, cons
     if constexpr (kKind == Kind::layer) v[j] = (v[j] - s.mean) * s.rstd * w[j] + b[j];
     else v[j] = v[j] * s.rstd * w[j];  // no fma with a zero bias
   }
-  if (streaming) {
-    Pack<T, V> pack;
-#pragma unroll
-    for (int i = 0; i < V; ++i) pack.v[i] = from_float<T>(v[i]);
-    uint4 word;
-    memcpy(&word, &pack, sizeof(word));
-    __stcs(reinterpret_cast<uint4*>(out + c), word);
-  } else {
-    store_pack(reinterpret_cast<Pack<T, V>*>(out + c), v);
-  }
+  store_pack(reinterpret_cast<Pack<T, V>*>(out + c), v, streaming);
 }
 
 template <Kind kKind, class T, int V, int K, bool kWarp>
