@@ -150,6 +150,28 @@ __device__ float4 staged_sum(float4 v, float4* scratch, float4* slot, int cluste
   return v;
 }
 
+// Two rows' float4 sums at once (backward_staged's steps of two rows; whole-row blocks only): the
+// same reduce-scatter over eight components, so a lane group of 4 lanes ends with one component.
+// scratch: 128 floats that no thread reads after the caller's previous barrier.
+__device__ void staged_sum(float4& a, float4& b, float* scratch) {
+  float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+  for (int half = 4, offset = 16; half >= 1; half /= 2, offset /= 2) {
+    const bool upper = threadIdx.x & offset;
+#pragma unroll
+    for (int j = 0; j < half; ++j) {
+      const float kept = upper ? v[half + j] : v[j];
+      const float given = upper ? v[j] : v[half + j];
+      v[j] = kept + __shfl_xor_sync(kFullMask, given, offset);
+    }
+  }
+  const float part = group_block_sum<4>(v[0], scratch);
+#pragma unroll
+  for (int c = 0; c < 8; ++c) v[c] = __shfl_sync(kFullMask, part, 4 * c);
+  a = {v[0], v[1], v[2], v[3]};
+  b = {v[4], v[5], v[6], v[7]};
+}
+
 // The cooperative finish of backward_staged: the grid's blocks sum the [groups, dim] partial rows
 // into dweight (and dbias), C columns at a time. tile: shared memory for sum_columns.
 template <Kind kKind, class T, int C>
@@ -168,27 +190,32 @@ __device__ void finish_sums(const float* __restrict__ dw_part, const float* __re
 // belongs to one block, or to a cluster of `cluster` blocks each holding a slice of the columns.
 // Thread t of a block owns packs t, t + blockDim.x, ... (P of them) of the block's slice in every
 // row; the rows stream through RowStages (kStages - 1 rows ahead, so DRAM stays busy through the
-// reductions and barriers), and the thread keeps its columns' dweight/dbias sums in registers
-// over the group's rows. At the end each block writes its slice of the group's partial row to
+// reductions and barriers), R rows a step (R = 2: whole-row blocks only, the two rows' statistics
+// in one reduction), and the thread keeps its columns' dweight/dbias sums in registers over the
+// group's rows. At the end each block writes its slice of the group's partial row to
 // dw_part / db_part ([groups, dim] fp32); with merge > 1 (whole-row blocks launched in clusters of
 // merge) the cluster's blocks add their rows first (merge_partials) and the parts are
 // [groups / merge, dim]. With `finish` (merge 1, a cooperative launch of whole-row blocks, all
 // resident) the grid then waits for every partial row and its blocks sum them, a share of the
 // columns each, into dweight / dbias ([dim]); otherwise sum_partials does that in a second launch.
 // x, dy, dx: [rows, dim]; weight: [dim].
-template <Kind kKind, class T, int P>
+template <Kind kKind, class T, int P, int R = 1>
 __global__ void __launch_bounds__(kStagedThreads)
     backward_staged(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
                     T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part,
                     T* __restrict__ dweight, T* __restrict__ dbias, long long rows, int dim, float eps, int cluster,
                     int merge, int finish) {
+  static_assert(R == 1 || R == 2, "one or two rows a step");
   constexpr int V = 16 / sizeof(T);
+  constexpr int S = kStages + R - 1;  // stages: kStages - 1 rows in flight beside the step's R
   using PackT = Pack<T, V>;
-  extern __shared__ __align__(16) unsigned char staged_smem[];  // [kStages][x, dy][slice] packs
-  // The row's reductions alternate buffers between rows: float2 for RMSNorm (and LayerNorm's
-  // two-pass fallback), float4 for LayerNorm.
+  extern __shared__ __align__(16) unsigned char staged_smem[];  // [S][x, dy][slice] packs
+  // The step's reductions alternate buffers between steps: float2 for RMSNorm (and LayerNorm's
+  // two-pass fallback), float4 for LayerNorm (and two rows of RMSNorm), 8 floats for two rows of
+  // LayerNorm.
   __shared__ float2 scratch2[2][16];
   __shared__ float4 scratch4[2][16];
+  __shared__ float scratch8[R == 2 && kKind == Kind::layer ? 2 : 1][128];
   __shared__ float2 slot2;
   __shared__ float4 slot4;
 
@@ -203,9 +230,9 @@ __global__ void __launch_bounds__(kStagedThreads)
   const long long groups = gridDim.x / cluster;
   const long long n = group < rows ? (rows - group + groups - 1) / groups : 0;
   const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
-  __shared__ unsigned long long landed[kStages];
+  __shared__ unsigned long long landed[S];
   const long long start = group * packs + first;
-  using Stages = RowStages<PackT, kStages, P, kBulkStages<kKind, T, P>>;
+  using Stages = RowStages<PackT, S, P, kBulkStages<kKind, T, P>, R>;
   Stages stages{reinterpret_cast<PackT*>(staged_smem),
                 reinterpret_cast<const PackT*>(x) + start,
                 reinterpret_cast<const PackT*>(dy) + start,
@@ -234,89 +261,130 @@ __global__ void __launch_bounds__(kStagedThreads)
     else return to_float(w[p].v[j]);
   };
   const float inv_dim = 1.0f / static_cast<float>(dim);
-  // LayerNorm sums d = x - shift, shift being the mean of the group's previous row (`groups` rows
-  // up; 0 before the first), so one reduction gives the mean, the variance E[d^2] - E[d]^2 and
+  // LayerNorm sums d = x - shift, shift being the mean of the first row of the group's previous
+  // step (0 before the first), so one reduction gives the mean, the variance E[d^2] - E[d]^2 and
   // sum g (x - mean): a common offset cancels exactly in d. Where E[d]^2 > the variance (a row far
-  // from the previous one) that loses more than one bit, and the row takes a second, two-pass
+  // from the previous one) that loses more than one bit, and the step takes a second, two-pass
   // reduction; the branch is the same in every thread of the block and cluster (the sums have the
   // same bits everywhere). Rows of 32 columns a thread took a reduction of the mean first until
   // session 9: one reduction is 2-3 points of copy faster for LayerNorm bf16 8192 and 16384
   // (H100, PERF_NOTES session 9).
   float shift = 0.0f;
 
-  for (long long i = 0; i < n; ++i) {
-    const PackT* xs = stages.wait_row(i);
-    const PackT* gs = xs + slice;
+  int step = 0;
+  for (long long i = 0; i < n; i += R, step ^= 1) {
+    const PackT* xs[R];
+    stages.wait_rows(i, xs);
+    // Rows of the step past the group's end: only the last step of an odd count has one.
+    const auto live = [&](int r) { return r == 0 || i + r < n; };
 
-    // Calls f(x, g) for each column of this thread in the row, g = dy * weight.
-    const auto each_column = [&](auto&& f) {
+    // Calls f(x, g) for each column of this thread in row r of the step, g = dy * weight.
+    const auto each_column = [&](int r, auto&& f) {
 #pragma unroll
       for (int p = 0; p < P; ++p) {
         const int k = tid + p * threads;
         if (k >= count) continue;
         float xv[V], gv[V];
-        to_floats(xs[k], xv);
-        to_floats(gs[k], gv);
+        to_floats(xs[r][k], xv);
+        to_floats(xs[r][slice + k], gv);
 #pragma unroll
         for (int j = 0; j < V; ++j) f(xv[j], gv[j] * weight_at(p, j));
       }
     };
-    // (sum d, sum d^2, sum g, sum g d); RMSNorm: d = x.
-    float4 sums = {0.0f, 0.0f, 0.0f, 0.0f};
-    each_column([&](float xv, float g) {
-      const float d = xv - shift;
-      sums.x += d;
-      sums.y += d * d;
-      sums.z += g;
-      sums.w += g * d;
-    });
-    float mean = 0.0f, var, mean_g = 0.0f, sum_gc;  // sum_gc: sum g (x - mean)
-    if constexpr (kKind == Kind::layer) {
-      sums = staged_sum(sums, scratch4[i & 1], &slot4, cluster);
-      stages.after_first_barrier(i);
-      const float mean_d = sums.x * inv_dim;
-      mean = shift + mean_d;
-      var = sums.y * inv_dim - mean_d * mean_d;
-      mean_g = sums.z * inv_dim;
-      sum_gc = sums.w - mean_d * sums.z;
-      if (!(mean_d * mean_d <= var)) {
-        float2 c = {0.0f, 0.0f};  // (sum (x - mean)^2, sum g (x - mean))
-        each_column([&](float xv, float g) {
-          const float d = xv - mean;
-          c.x += d * d;
-          c.y += g * d;
-        });
-        c = staged_sum(c, scratch2[i & 1], &slot2, cluster);
-        var = c.x * inv_dim;
-        sum_gc = c.y;
-      }
-      shift = mean;
-    } else {
-      const float2 s2 = staged_sum(make_float2(sums.y, sums.w), scratch2[i & 1], &slot2, cluster);
-      stages.after_first_barrier(i);
-      var = s2.x * inv_dim;
-      sum_gc = s2.y;
+    // (sum d, sum d^2, sum g, sum g d) a row; RMSNorm: d = x.
+    float4 sums[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      sums[r] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (!live(r)) continue;
+      each_column(r, [&](float xv, float g) {
+        const float d = xv - shift;
+        sums[r].x += d;
+        sums[r].y += d * d;
+        sums[r].z += g;
+        sums[r].w += g * d;
+      });
     }
-    const float rstd = rsqrtf(var + eps);
-    const float mean_gx = rstd * sum_gc * inv_dim;  // mean(g * xhat)
-
-    PackT* out = reinterpret_cast<PackT*>(dx) + (group + i * groups) * packs + first;
+    float mean[R] = {}, var[R], mean_g[R] = {}, sum_gc[R];  // sum_gc: sum g (x - mean)
+    if constexpr (kKind == Kind::layer) {
+      if constexpr (R == 1) sums[0] = staged_sum(sums[0], scratch4[step], &slot4, cluster);
+      else staged_sum(sums[0], sums[1], scratch8[step]);
+      stages.after_first_barrier(i);
+      bool cancels = false;
 #pragma unroll
-    for (int p = 0; p < P; ++p) {
-      const int k = tid + p * threads;
-      if (k >= count) continue;
-      float xv[V], gv[V], d[V];
-      to_floats(xs[k], xv);
-      to_floats(gs[k], gv);
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const float xhat = (xv[j] - mean) * rstd;
-        const float gy = gv[j];
-        d[j] = rstd * (gy * weight_at(p, j) - mean_g - xhat * mean_gx);
-        dw[p][j] += gy * xhat;
-        if constexpr (kKind == Kind::layer) db[p][j] += gy;
+      for (int r = 0; r < R; ++r) {
+        const float mean_d = sums[r].x * inv_dim;
+        mean[r] = shift + mean_d;
+        var[r] = sums[r].y * inv_dim - mean_d * mean_d;
+        mean_g[r] = sums[r].z * inv_dim;
+        sum_gc[r] = sums[r].w - mean_d * sums[r].z;
+        cancels |= !(mean_d * mean_d <= var[r]);
       }
-      store_pack<T, V>(out + k, d);
+      if (cancels) {
+        float2 c[R];  // (sum (x - mean)^2, sum g (x - mean)) a row
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          c[r] = {0.0f, 0.0f};
+          if (!live(r)) continue;
+          each_column(r, [&](float xv, float g) {
+            const float d = xv - mean[r];
+            c[r].x += d * d;
+            c[r].y += g * d;
+          });
+        }
+        if constexpr (R == 1) {
+          c[0] = staged_sum(c[0], scratch2[step], &slot2, cluster);
+        } else {
+          const float4 both = staged_sum(make_float4(c[0].x, c[0].y, c[1].x, c[1].y), scratch4[step], &slot4, 1);
+          c[0] = {both.x, both.y};
+          c[1] = {both.z, both.w};
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          var[r] = c[r].x * inv_dim;
+          sum_gc[r] = c[r].y;
+        }
+      }
+      shift = mean[0];
+    } else {
+      if constexpr (R == 1) {
+        const float2 s2 = staged_sum(make_float2(sums[0].y, sums[0].w), scratch2[step], &slot2, cluster);
+        var[0] = s2.x * inv_dim;
+        sum_gc[0] = s2.y;
+      } else {
+        const float4 s4 =
+            staged_sum(make_float4(sums[0].y, sums[0].w, sums[1].y, sums[1].w), scratch4[step], &slot4, 1);
+        var[0] = s4.x * inv_dim;
+        sum_gc[0] = s4.y;
+        var[1] = s4.z * inv_dim;
+        sum_gc[1] = s4.w;
+      }
+      stages.after_first_barrier(i);
+    }
+
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (!live(r)) continue;
+      const float rstd = rsqrtf(var[r] + eps);
+      const float mean_gx = rstd * sum_gc[r] * inv_dim;  // mean(g * xhat)
+      PackT* out = reinterpret_cast<PackT*>(dx) + (group + (i + r) * groups) * packs + first;
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const int k = tid + p * threads;
+        if (k >= count) continue;
+        float xv[V], gv[V], d[V];
+        to_floats(xs[r][k], xv);
+        to_floats(xs[r][slice + k], gv);
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const float xhat = (xv[j] - mean[r]) * rstd;
+          const float gy = gv[j];
+          d[j] = rstd * (gy * weight_at(p, j) - mean_g[r] - xhat * mean_gx);
+          dw[p][j] += gy * xhat;
+          if constexpr (kKind == Kind::layer) db[p][j] += gy;
+        }
+        store_pack<T, V>(out + k, d);
+      }
     }
   }
 
@@ -462,29 +530,42 @@ template <Kind kKind, class T>
 bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dweight, T* dbias, long long rows,
                             long long dim, float eps, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
-  const StagedPlan plan = plan_staged(dim, V);
+  StagedPlan plan = plan_staged(dim, V);
+  const int smem_room = device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
   // 192 KB of stages fit sm_90 (227 KB a block) but not every device that runs the compute_80 PTX.
-  if (plan.cluster == 0 || plan.smem + 1024 > device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) return false;
-  BackwardKernel<T> kernel = nullptr;
-  switch (plan.packs) {
-    case 1: kernel = &backward_staged<kKind, T, 1>; break;
-    case 2: kernel = &backward_staged<kKind, T, 2>; break;
-    case 4: kernel = &backward_staged<kKind, T, 4>; break;
-    default: return false;
-  }
-  IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
-  IGNIS_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  // About two blocks an SM (fewer when fewer fit): enough loads in flight, few partial rows.
+  if (plan.cluster == 0 || plan.smem + 1024 > smem_room) return false;
+  // About two groups an SM (fewer when fewer fit): enough loads in flight, few partial rows.
   // LayerNorm's whole-row blocks of 256 threads and 2+ packs a thread (rows of 8 KB or more) at
   // up to kFinishColumns take one an SM: half the partial rows, and 4096 columns measured 76 / 87%
   // of copy against 69 / 81% (bf16 / f32); RMSNorm measured no better (H100, PERF_NOTES session 9).
   // f32 rows of 2048 columns have bf16 4096's block shape and follow it unmeasured; shorter rows
   // keep two groups an SM (fewer bytes in flight a group).
-  const long long resident = resident_groups(kernel, plan, s);
-  if (resident <= 0) return false;
   const bool one_an_sm =
       kKind == Kind::layer && plan.cluster == 1 && dim <= kFinishColumns && plan.packs >= 2 && plan.threads >= 256;
+  // Whole-row blocks of 4 packs a thread and up to 256 threads (16-bit rows of 4104-8192 columns,
+  // f32 of 2052-4096) take their rows two a step, when the one more stage fits: one reduction and
+  // block barrier for two rows. Their four stages of up to 32 KB leave room for one block an SM.
+  // bf16 8192 columns measured LayerNorm 76 -> 78-79% and RMSNorm 80 -> 83-84% of copy, RMSNorm f32
+  // 4096 84 -> 86-87% (a row a step at one group an SM: 63-64 / 73-74 / 87-89%). LayerNorm f32 4096
+  // (one group an SM already) lost 2 points, 2 packs a thread (16-bit 4096) gained at most one,
+  // and the other shapes (f16, longer slices) are not measured, so they keep a row a step (H100,
+  // PERF_NOTES session 11).
+  const long long stage_bytes = plan.smem / kStages;
+  const bool two_rows = plan.packs == 4 && plan.threads <= kPreferredStagedThreads && plan.cluster == 1 &&
+                        !one_an_sm && stage_bytes * (kStages + 1) + 2048 <= smem_room;
+  BackwardKernel<T> kernel = nullptr;
+  switch (plan.packs) {
+    case 1: kernel = &backward_staged<kKind, T, 1>; break;
+    case 2: kernel = &backward_staged<kKind, T, 2>; break;
+    case 4: kernel = two_rows ? &backward_staged<kKind, T, 4, 2> : &backward_staged<kKind, T, 4>; break;
+    default: return false;
+  }
+  if (two_rows) plan.smem = static_cast<int>(stage_bytes * (kStages + 1));
+  IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
+  IGNIS_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  const long long resident = resident_groups(kernel, plan, s);
+  if (resident <= 0) return false;
   const long long per_sm = one_an_sm ? 1 : 2;
   long long groups = std::min({rows, resident, std::max(1LL, per_sm * sm_count() / plan.cluster)});
   const long long sums = kKind == Kind::layer ? 2 : 1;

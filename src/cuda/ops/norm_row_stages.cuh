@@ -18,21 +18,22 @@ __device__ __forceinline__ void wait_copies_but() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// The ring of S row stages of backward_staged: row i of the group lands in stage i % S (counted,
-// not divided: a 64-bit modulo was ~20 instructions a row), S - 1 rows ahead of the row computed.
-// Two ways to fill a stage:
+// The ring of S row stages of backward_staged, taken R rows a step: row i of the group lands in
+// stage i % S (counted, not divided: a 64-bit modulo was ~20 instructions a row), S - R rows ahead
+// of the rows computed. Two ways to fill a stage:
 // - kBulk on sm_90: thread 0 fills a stage with two bulk copies (the block's slices of x and dy)
-//   and the stage's mbarrier says when they have landed; a stage is refilled after the row's first
-//   block barrier (after_first_barrier), when every thread is done with the previous row. The
-//   per-thread cp.async it replaced (4 copies and their addressing a thread a row) left warps
+//   and the stage's mbarrier says when they have landed; a step's refills go out after its first
+//   block barrier (after_first_barrier), when every thread is done with the previous step's rows.
+//   The per-thread cp.async it replaced (4 copies and their addressing a thread a row) left warps
 //   waiting on their rows (ncu long-scoreboard stalls, H100); the bulk copies gained 1-8 points of
 //   copy in 10 of 12 benchmark cases (H100, PERF_NOTES session 4).
 // - otherwise (and before sm_90): each thread copies the packs it reads itself with cp.async, so it
-//   refills in wait_row, before waiting, without a block barrier, one commit group a row. That
-//   refill starts a row earlier than the bulk path's, which is what LayerNorm's 16-bit rows of
+//   refills in wait_rows, before waiting, without a block barrier, one commit group a row. That
+//   refill starts a step earlier than the bulk path's, which is what LayerNorm's 16-bit rows of
 //   4096 columns need (PERF_NOTES session 9).
-template <class PackT, int S, int P, bool kBulk = true>
+template <class PackT, int S, int P, bool kBulk = true, int R = 1>
 struct RowStages {
+  static_assert(R >= 1 && R < S, "a step's rows and at least one row ahead fit the ring");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static constexpr bool kBulkCopies = kBulk;
 #else
@@ -68,36 +69,45 @@ struct RowStages {
           }
         }
       }
-      commit_copies();  // empty past the group's end: wait_copies_but<S - 1> means "row i landed"
+      commit_copies();  // empty past the group's end: wait_copies_but<S - R> means "the step landed"
     }
     fill = fill + 1 == S ? 0 : fill + 1;
   }
-  // Before the block's first use: barriers set up, the first S - 1 rows in flight.
+  // Before the block's first use: barriers set up, the first S - R rows in flight.
   __device__ void start() {
     if constexpr (kBulkCopies) {
       if (threadIdx.x == 0)
         for (int s = 0; s < S; ++s) init_landing_barrier(&landed[s], 1);
       __syncthreads();
     }
-    for (int i = 0; i < S - 1; ++i) copy(i);
+    for (int i = 0; i < S - R; ++i) copy(i);
   }
-  // Row i's stage once its bytes have landed.
-  __device__ const PackT* wait_row(long long i) {
-    if constexpr (kBulkCopies) {
-      wait_landed(&landed[read], parity);
-    } else {
-      copy(i + S - 1);  // the stage it fills was last read by this thread itself, in row i - 1
-      wait_copies_but<S - 1>();
+  // The stages of rows i, ..., i + R - 1 once their bytes have landed (rows past the group's end
+  // are not waited for; their stages hold nothing).
+  __device__ void wait_rows(long long i, const PackT* (&rows)[R]) {
+    if constexpr (!kBulkCopies) {
+      // The stages these fill were last read by this thread itself, in the previous step.
+#pragma unroll
+      for (int r = 0; r < R; ++r) copy(i + S - R + r);
+      wait_copies_but<S - R>();
     }
-    const PackT* stage = cache + read * 2 * slice;
-    if (++read == S) {
-      read = 0;
-      parity ^= 1;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if constexpr (kBulkCopies) {
+        if (i + r < n) wait_landed(&landed[read], parity);
+      }
+      rows[r] = cache + read * 2 * slice;
+      if (++read == S) {
+        read = 0;
+        parity ^= 1;
+      }
     }
-    return stage;
   }
   __device__ void after_first_barrier(long long i) {
-    if constexpr (kBulkCopies) copy(i + S - 1);
+    if constexpr (kBulkCopies) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) copy(i + S - R + r);
+    }
   }
 };
 
