@@ -34,6 +34,9 @@ __device__ __forceinline__ void wait_copies_but() {
 template <class PackT, int S, int P, bool kBulk = true, int R = 1>
 struct RowStages {
   static_assert(R >= 1 && R < S, "a step's rows and at least one row ahead fit the ring");
+  // Bulk fills go out after a step's first barrier, so start() alone must put the first step's R
+  // rows in flight, or wait_rows waits for copies never issued (4 rows a step in 6 stages hung).
+  static_assert(!kBulk || S - R >= R, "bulk fills: the first step's rows are in flight before it waits");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static constexpr bool kBulkCopies = kBulk;
 #else
