@@ -271,8 +271,8 @@ __global__ void __launch_bounds__(kStagedThreads)
   // (H100, PERF_NOTES session 9).
   float shift = 0.0f;
 
-  int step = 0;
-  for (long long i = 0; i < n; i += R, step ^= 1) {
+  int buffer = 0;  // the scratch buffer of this step's reductions (they alternate between steps)
+  for (long long i = 0; i < n; i += R, buffer ^= 1) {
     const PackT* xs[R];
     stages.wait_rows(i, xs);
     // Rows of the step past the group's end: only the last step of an odd count has one.
@@ -307,8 +307,8 @@ __global__ void __launch_bounds__(kStagedThreads)
     }
     float mean[R] = {}, var[R], mean_g[R] = {}, sum_gc[R];  // sum_gc: sum g (x - mean)
     if constexpr (kKind == Kind::layer) {
-      if constexpr (R == 1) sums[0] = staged_sum(sums[0], scratch4[step], &slot4, cluster);
-      else staged_sum(sums[0], sums[1], scratch8[step]);
+      if constexpr (R == 1) sums[0] = staged_sum(sums[0], scratch4[buffer], &slot4, cluster);
+      else staged_sum(sums[0], sums[1], scratch8[buffer]);
       stages.after_first_barrier(i);
       bool cancels = false;
 #pragma unroll
@@ -333,9 +333,10 @@ __global__ void __launch_bounds__(kStagedThreads)
           });
         }
         if constexpr (R == 1) {
-          c[0] = staged_sum(c[0], scratch2[step], &slot2, cluster);
+          c[0] = staged_sum(c[0], scratch2[buffer], &slot2, cluster);
         } else {
-          const float4 both = staged_sum(make_float4(c[0].x, c[0].y, c[1].x, c[1].y), scratch4[step], &slot4, 1);
+          const float4 both =
+              staged_sum(make_float4(c[0].x, c[0].y, c[1].x, c[1].y), scratch4[buffer], &slot4, 1);
           c[0] = {both.x, both.y};
           c[1] = {both.z, both.w};
         }
@@ -348,12 +349,12 @@ __global__ void __launch_bounds__(kStagedThreads)
       shift = mean[0];
     } else {
       if constexpr (R == 1) {
-        const float2 s2 = staged_sum(make_float2(sums[0].y, sums[0].w), scratch2[step], &slot2, cluster);
+        const float2 s2 = staged_sum(make_float2(sums[0].y, sums[0].w), scratch2[buffer], &slot2, cluster);
         var[0] = s2.x * inv_dim;
         sum_gc[0] = s2.y;
       } else {
         const float4 s4 =
-            staged_sum(make_float4(sums[0].y, sums[0].w, sums[1].y, sums[1].w), scratch4[step], &slot4, 1);
+            staged_sum(make_float4(sums[0].y, sums[0].w, sums[1].y, sums[1].w), scratch4[buffer], &slot4, 1);
         var[0] = s4.x * inv_dim;
         sum_gc[0] = s4.y;
         var[1] = s4.z * inv_dim;
