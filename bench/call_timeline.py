@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Where a benchmarked call's time goes on the GPU: the launch gap, the kernels, the gaps between them.
+
+bench_ops.py times a call with CUDA events after a spin kernel, so its time is the span from the spin
+kernel's end to the call's last GPU work. This script repeats that pattern under torch.profiler (CUPTI
+kernel records) and splits the span per call into:
+  gap     from the spin kernel's end to the call's first kernel (launch, stream-ordered allocations)
+  kernels the sum of the call's kernel durations
+  between the idle time between the call's kernels
+and prints, per case, the median of each next to the CUDA-event time of the same calls. A same-size
+torch clone of each case's bytes is traced the same way, as the reference a copy sets.
+
+Run on a GPU machine after `pip install .`:
+    python3 bench/call_timeline.py [--ops layer_norm_backward,rms_norm_backward] [--shape 4096x4096]
+        [--dtype bf16] [--calls 30]
+"""
+import argparse
+import json
+import os
+import statistics
+import tempfile
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+import bench_ops
+
+SPIN_CYCLES = bench_ops.SPIN_CYCLES
+
+
+def traced_calls(fn, input_sets, calls):
+    """Runs spin + fn(*inputs) `calls` times under the profiler, after warm-up calls. Returns the
+    CUDA-event time of each call (ms) and the trace's kernel records [(name, start_us, end_us)]."""
+    for i in range(5):
+        fn(*input_sets[i % len(input_sets)])
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(calls):
+            torch.cuda._sleep(SPIN_CYCLES)
+            starts[i].record()
+            fn(*input_sets[i % len(input_sets)])
+            ends[i].record()
+        torch.cuda.synchronize()
+    event_ms = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+    kernels = [(e["name"], float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0)))
+               for e in trace.get("traceEvents", []) if e.get("cat") == "kernel"]
+    kernels.sort(key=lambda k: k[1])
+    return event_ms, kernels
+
+
+def split_calls(kernels):
+    """The kernels after each spin kernel, up to the next: [(spin_end_us, [(name, start, end), ...])]."""
+    calls = []
+    for name, start, end in kernels:
+        if "spin" in name.lower():
+            calls.append((end, []))
+        elif calls:
+            calls[-1][1].append((name, start, end))
+    return [c for c in calls if c[1]]
+
+
+def short_name(kernel):
+    """"void ignis::cuda::(anonymous namespace)::backward_staged<...>(...)" -> "backward_staged"."""
+    base = kernel.split("<")[0]
+    if "::" in base:
+        base = base.split("(")[-1].split("::")[-1]
+    else:
+        base = base.split("(")[0]
+    return base or kernel[:48]
+
+
+def summary(label, event_ms, kernels):
+    calls = split_calls(kernels)
+    if not calls:
+        return f"| {label} | no kernels traced | | | | | |"
+    gaps, busy, between, span = [], [], [], []
+    for spin_end, ks in calls:
+        gaps.append(ks[0][1] - spin_end)
+        busy.append(sum(end - start for _, start, end in ks))
+        last = max(end for _, _, end in ks)
+        span.append(last - spin_end)
+        between.append(last - ks[0][1] - busy[-1])
+    names = ", ".join(sorted({short_name(k[0]) for k in calls[-1][1]}))
+    med = statistics.median
+    return (f"| {label} | {med(event_ms) * 1e3:.1f} | {med(span):.1f} | {med(gaps):.1f} | {med(busy):.1f} | "
+            f"{med(between):.1f} | {len(calls[-1][1])}: {names} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ops", default="layer_norm_backward,rms_norm_backward")
+    parser.add_argument("--shape", default="4096x4096")
+    parser.add_argument("--dtype", default="bf16")
+    parser.add_argument("--calls", type=int, default=30)
+    args = parser.parse_args()
+    shape = tuple(int(n) for n in args.shape.split("x"))
+    by_name = {op.name: op for op in bench_ops.OPS if not op.variant}
+    print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; {args.calls} calls a case, medians, us")
+    print("")
+    print("| case | event time | span | gap | kernels | between | kernels of the last call |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for name in args.ops.split(","):
+        op = by_name[name]
+        nbytes = op.bytes_moved(shape, args.dtype)
+        sets = [op.make_inputs(shape, args.dtype) for _ in range(bench_ops.input_set_count(nbytes))]
+        label = f"{name} {args.shape} {args.dtype}"
+        print(summary(f"ignis {label}", *traced_calls(op.ignis_fn, sets, args.calls)), flush=True)
+        del sets
+        bench_ops.free_cached_memory()
+        elems = max(1, nbytes // 8)
+        copies = [(torch.empty(elems, device="cuda", dtype=torch.float32),)
+                  for _ in range(bench_ops.input_set_count(nbytes))]
+        print(summary(f"torch clone of the same {nbytes / 1e6:.1f} MB", *traced_calls(lambda t: t.clone(), copies,
+                                                                                       args.calls)), flush=True)
+        del copies
+        bench_ops.free_cached_memory()
+
+
+if __name__ == "__main__":
+    main()
