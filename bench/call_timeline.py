@@ -25,25 +25,13 @@ from torch.profiler import ProfilerActivity, profile
 
 import bench_ops
 
-SPIN_CYCLES = bench_ops.SPIN_CYCLES
-
 
 def traced_calls(fn, input_sets, calls):
-    """Runs spin + fn(*inputs) `calls` times under the profiler, after warm-up calls. Returns the
-    CUDA-event time of each call (ms) and the trace's kernel records [(name, start_us, end_us)]."""
-    for i in range(5):
-        fn(*input_sets[i % len(input_sets)])
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-    torch.cuda.synchronize()
+    """bench_ops.device_ms (warm-up calls, then spin + fn(*inputs) `calls` times) under the profiler.
+    Returns its median CUDA-event time (ms) and the trace's kernel records [(name, start_us, end_us)];
+    the warm-up kernels come before the first spin kernel, so split_calls leaves them out."""
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for i in range(calls):
-            torch.cuda._sleep(SPIN_CYCLES)
-            starts[i].record()
-            fn(*input_sets[i % len(input_sets)])
-            ends[i].record()
-        torch.cuda.synchronize()
-    event_ms = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+        event_ms = bench_ops.device_ms(fn, input_sets, calls, warmup=5)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "trace.json")
         prof.export_chrome_trace(path)
@@ -89,7 +77,7 @@ def summary(label, event_ms, kernels):
         between.append(last - ks[0][1] - busy[-1])
     names = ", ".join(sorted({short_name(k[0]) for k in calls[-1][1]}))
     med = statistics.median
-    return (f"| {label} | {med(event_ms) * 1e3:.1f} | {med(span):.1f} | {med(gaps):.1f} | {med(busy):.1f} | "
+    return (f"| {label} | {event_ms * 1e3:.1f} | {med(span):.1f} | {med(gaps):.1f} | {med(busy):.1f} | "
             f"{med(between):.1f} | {len(calls[-1][1])}: {names} |")
 
 
