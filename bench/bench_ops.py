@@ -406,6 +406,8 @@ def main():
     names = list(dict.fromkeys(o.name for o in OPS))
     parser.add_argument("--ops", help="comma-separated op names (default: all): " + ", ".join(names))
     parser.add_argument("--reps", type=int, default=30, help="timed calls per case (median; at least 20)")
+    parser.add_argument("--shapes", help="comma-separated shapes to keep, as the table writes them (4096x4096)")
+    parser.add_argument("--dtypes", help="comma-separated dtypes to keep (bf16, f32)")
     args = parser.parse_args()
     if args.reps < 20:
         parser.error("--reps: at least 20")
@@ -435,7 +437,11 @@ def main():
         if op.name not in wanted:
             continue
         for shape in op.shapes:
+            if args.shapes and "x".join(map(str, shape)) not in args.shapes.split(","):
+                continue
             for dtype in op.dtypes:
+                if args.dtypes and dtype not in args.dtypes.split(","):
+                    continue
                 lines.append(run_case(op, shape, dtype, args.reps, copy_gbs))
                 print(lines[-1], flush=True)
     verdict = ["", *targets.summary(lines)]

@@ -28,7 +28,8 @@ import bench_ops
 
 def traced_calls(fn, input_sets, calls):
     """bench_ops.device_ms (warm-up calls, then spin + fn(*inputs) `calls` times) under the profiler.
-    Returns its median CUDA-event time (ms) and the trace's kernel records [(name, start_us, end_us)];
+    Returns its median CUDA-event time (ms) and the trace's kernel and device-copy records (a torch clone is a
+    cudaMemcpyAsync, not a kernel) [(name, start_us, end_us)];
     the warm-up kernels come before the first spin kernel, so split_calls leaves them out."""
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         event_ms = bench_ops.device_ms(fn, input_sets, calls, warmup=5)
@@ -38,7 +39,7 @@ def traced_calls(fn, input_sets, calls):
         with open(path) as f:
             trace = json.load(f)
     kernels = [(e["name"], float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0)))
-               for e in trace.get("traceEvents", []) if e.get("cat") == "kernel"]
+               for e in trace.get("traceEvents", []) if e.get("cat") in ("kernel", "gpu_memcpy")]
     kernels.sort(key=lambda k: k[1])
     return event_ms, kernels
 
