@@ -4,7 +4,8 @@
 # Each revision gets its own worktree and its own pip install, all built at once (the machine's
 # cores split between them); then this tree's bench/bench_ops.py runs against each install in
 # turn, in the order given, and bench/compare_tables.py prints the cases side by side. Tables and
-# logs go to $OUT (when set) or build/gpu-logs. IGNIS_COMPARE_OPS empty: every op.
+# logs go to $OUT (when set) or build/gpu-logs. IGNIS_COMPARE_OPS empty: every op; IGNIS_COMPARE_SHAPES and
+# IGNIS_COMPARE_DTYPES narrow the cases (bench_ops.py's --shapes and --dtypes).
 # An install is reused while its revision still names the same commit (a warm machine), and
 # IGNIS_COMPARE_INSTALL_ONLY=1 stops after the installs, so GPU tests can run while they build
 # and the benchmarks run later on an idle GPU. The revision "." is the working tree as it is (named
@@ -64,6 +65,8 @@ for name in "${names[@]}"; do
   fi
   args=(--out "$logs/compare-$name.md")
   [ -n "${IGNIS_COMPARE_OPS:-}" ] && args+=(--ops "$IGNIS_COMPARE_OPS")
+  [ -n "${IGNIS_COMPARE_SHAPES:-}" ] && args+=(--shapes "$IGNIS_COMPARE_SHAPES")
+  [ -n "${IGNIS_COMPARE_DTYPES:-}" ] && args+=(--dtypes "$IGNIS_COMPARE_DTYPES")
   PYTHONPATH="$work/$name/site" python3 "$root/bench/bench_ops.py" "${args[@]}" > "$logs/compare-$name.log" 2>&1 \
     || { tail -20 "$logs/compare-$name.log"; echo "$name: bench FAILED"; exit 1; }
   tables+=("$name=$logs/compare-$name.md")

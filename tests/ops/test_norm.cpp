@@ -259,8 +259,8 @@ TEST_P(NormOp, BackwardRowLengthPaths) {
 }
 
 // The CUDA LayerNorm backward shifts a row's sums by the previous row's mean (one reduction a
-// row, or a step of two rows at 8192 16-bit columns) and must fall back to two passes where rows'
-// means jump.
+// row, or a step of two rows at 4096 and 8192 16-bit columns) and must fall back to two passes where
+// rows' means jump.
 TEST_P(NormOp, BackwardRowsOfDifferentMeans) {
   const Impl impl = GetParam();
   IGNIS_SKIP_UNLESS(impl, supported(impl));

@@ -551,13 +551,21 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   // (one group an SM already) lost 2 points, 2 packs a thread (16-bit 4096) gained at most one,
   // and the other shapes (f16, longer slices) are not measured, so they keep a row a step (H100,
   // PERF_NOTES session 11).
+  // LayerNorm's 16-bit one-group-an-SM blocks of 2 packs a thread (2049-4096 columns) take two rows a
+  // step too: bf16 4096 measured 58 -> 63% of copy on the H200, where a row a step leaves the SMs, not
+  // DRAM, setting the pace, and 75/76 -> 76/76% on the H100 (PERF_NOTES sessions 11 and 12).
+  constexpr bool kPairedTwoPacks = kKind == Kind::layer && sizeof(T) == 2;
+  const bool pairs = (plan.packs == 4 && !one_an_sm) || (kPairedTwoPacks && plan.packs == 2 && one_an_sm);
   const long long stage_bytes = plan.smem / kStages;
-  const bool two_rows = plan.packs == 4 && plan.threads <= kPreferredStagedThreads && plan.cluster == 1 &&
-                        !one_an_sm && stage_bytes * (kStages + 1) + 2048 <= smem_room;
+  const bool two_rows = pairs && plan.threads <= kPreferredStagedThreads && plan.cluster == 1 &&
+                        stage_bytes * (kStages + 1) + 2048 <= smem_room;
   BackwardKernel<T> kernel = nullptr;
   switch (plan.packs) {
     case 1: kernel = &backward_staged<kKind, T, 1>; break;
-    case 2: kernel = &backward_staged<kKind, T, 2>; break;
+    case 2:
+      kernel = &backward_staged<kKind, T, 2>;
+      if constexpr (kPairedTwoPacks) kernel = two_rows ? &backward_staged<kKind, T, 2, 2> : kernel;
+      break;
     case 4: kernel = two_rows ? &backward_staged<kKind, T, 4, 2> : &backward_staged<kKind, T, 4>; break;
     default: return false;
   }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Environment-knob A/B on the lent GPU (device tool, repo root): one pip install of this tree, then
+# bench/bench_ops.py under each setting, the settings interleaved round by round so drift hits all
+# alike, and bench/compare_tables.py over every (setting, round) table. Knobs are environment
+# variables that an experiment branch's host code reads; main reads none.
+#   IGNIS_KNOB_BENCH="--ops layer_norm_backward --dtypes bf16" IGNIS_KNOB_ROUNDS=2 \
+#     scripts/gpu_knobs.sh base "IGNIS_X_A=1" "IGNIS_X_A=1 IGNIS_X_B=1"
+# "base" is the empty setting. Tables and logs go to $OUT (when set) or build/gpu-logs.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+logs="${OUT:-$root/build/gpu-logs}"
+mkdir -p "$logs"
+[ $# -gt 0 ] || { echo "usage: scripts/gpu_knobs.sh SETTING..."; exit 2; }
+if [ "${IGNIS_PY_INSTALL:-}" != skip ]; then
+  IGNIS_PY_INSTALL=only "$root/scripts/gpu_python.sh" || exit 1
+fi
+export PYTHONPATH="${IGNIS_PY_SITE:-/tmp/ignis-site}${PYTHONPATH:+:$PYTHONPATH}"
+read -r -a bench_args <<< "${IGNIS_KNOB_BENCH:-}"
+tables=()
+for round in $(seq 1 "${IGNIS_KNOB_ROUNDS:-2}"); do
+  for setting in "$@"; do
+    name="$(printf '%s' "$setting" | sed -e 's/IGNIS_X_//g' | tr -c 'A-Za-z0-9._-' '_')-r$round"
+    read -r -a assignments <<< "$([ "$setting" = base ] || printf '%s' "$setting")"
+    env ${assignments[@]+"${assignments[@]}"} python3 "$root/bench/bench_ops.py" --out "$logs/knob-$name.md" \
+      ${bench_args[@]+"${bench_args[@]}"} > "$logs/knob-$name.log" 2>&1 \
+      || { tail -20 "$logs/knob-$name.log"; echo "$name: bench FAILED"; exit 1; }
+    tables+=("$name=$logs/knob-$name.md")
+  done
+done
+python3 "$root/bench/compare_tables.py" "${tables[@]}" | tee "$logs/knobs.md"
