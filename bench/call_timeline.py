@@ -5,7 +5,7 @@ bench_ops.py times a call with CUDA events after a spin kernel, so its time is t
 kernel's end to the call's last GPU work. This script repeats that pattern under torch.profiler (CUPTI
 kernel records) and splits the span per call into:
   gap     from the spin kernel's end to the call's first kernel (launch, stream-ordered allocations)
-  kernels the sum of the call's kernel durations
+  kernels the time at least one of the call's kernels runs (overlapping kernels count once)
   between the idle time between the call's kernels
 and prints, per case, the median of each next to the CUDA-event time of the same calls. A same-size
 torch clone of each case's bytes is traced the same way, as the reference a copy sets.
@@ -65,6 +65,17 @@ def short_name(kernel):
     return base or kernel[:48]
 
 
+def busy_time(kernels):
+    """The time at least one of the kernels runs: overlapping kernels (a programmatic dependent launch
+    starts before the kernel it follows ends) count once."""
+    total, covered_to = 0.0, float("-inf")
+    for _, start, end in sorted(kernels, key=lambda k: k[1]):
+        if end > covered_to:
+            total += end - max(start, covered_to)
+            covered_to = end
+    return total
+
+
 def summary(label, event_ms, kernels):
     calls = split_calls(kernels)
     if not calls:
@@ -72,7 +83,7 @@ def summary(label, event_ms, kernels):
     gaps, busy, between, span = [], [], [], []
     for spin_end, ks in calls:
         gaps.append(ks[0][1] - spin_end)
-        busy.append(sum(end - start for _, start, end in ks))
+        busy.append(busy_time(ks))
         last = max(end for _, _, end in ks)
         span.append(last - spin_end)
         between.append(last - ks[0][1] - busy[-1])

@@ -13,14 +13,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                              \
-  do {                                                                                        \
-    cudaError_t status_ = (x);                                                                \
-    if (status_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s: %s (line %d)\n", #x, cudaGetErrorString(status_), __LINE__); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
+#include "probe_check.h"
 
 __global__ void spin(long long cycles) {
   const long long start = clock64();

@@ -18,14 +18,7 @@
 
 #include "cuda/common/bulk_copy.cuh"
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t status_ = (x);                                                                     \
-    if (status_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s: %s (line %d)\n", #x, cudaGetErrorString(status_), __LINE__);      \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "probe_check.h"
 
 using ignis::cuda::bulk_copy_to_shared;
 using ignis::cuda::expect_bytes;
