@@ -553,7 +553,7 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   // PERF_NOTES session 11).
   // LayerNorm's 16-bit one-group-an-SM blocks of 2 packs a thread (2049-4096 columns) take two rows a
   // step too: bf16 4096 measured 58 -> 63% of copy on the H200, where a row a step leaves the SMs, not
-  // DRAM, setting the pace, and 75/76 -> 76/76% on the H100 (PERF_NOTES sessions 11 and 12).
+  // DRAM, setting the pace, and 75/75 -> 76/76% on the H100 (PERF_NOTES session 12).
   constexpr bool kPairedTwoPacks = kKind == Kind::layer && sizeof(T) == 2;
   const bool pairs = (plan.packs == 4 && !one_an_sm) || (kPairedTwoPacks && plan.packs == 2 && one_an_sm);
   const long long stage_bytes = plan.smem / kStages;
