@@ -26,4 +26,23 @@ inline int sm_count() {
   return cached[device];
 }
 
+// Peak DRAM bandwidth of the current device over its SMs, GB/s (1e9 bytes) an SM, asked once per
+// device: kernels whose blocks are bound by their own per-row chain rather than by DRAM pick their
+// block shape by it (H100 SXM ~25, H200 ~37).
+inline double memory_gbps_per_sm() {
+  constexpr int kMaxDevices = 64;
+  static double cached[kMaxDevices] = {};
+  int device = 0;
+  IGNIS_CUDA_CHECK(cudaGetDevice(&device));
+  if (device >= kMaxDevices) device = kMaxDevices - 1;
+  if (cached[device] == 0.0) {
+    int clock_khz = 0, bus_bits = 0;
+    IGNIS_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
+    IGNIS_CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+    // Two transfers a clock (double data rate), bus_bits / 8 bytes each.
+    cached[device] = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9 / sm_count();
+  }
+  return cached[device];
+}
+
 }  // namespace ignis::cuda

@@ -129,10 +129,11 @@ __device__ __forceinline__ void write_normalized(float (&v)[V], RowStats s, cons
   store_pack(reinterpret_cast<Pack<T, V>*>(out + c), v, streaming);
 }
 
+// The rows of a register-cached forward (forward_regs and forward_regs_two_an_sm).
 template <Kind kKind, class T, int V, int K, bool kWarp>
-__global__ void __launch_bounds__(kWarp ? kWarpRowThreads : 1024)
-    forward_regs(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
-                 T* __restrict__ y, long long rows, int dim, float eps, bool streaming) {
+__device__ __forceinline__ void forward_rows(const T* __restrict__ x, const T* __restrict__ weight,
+                                             const T* __restrict__ bias, T* __restrict__ y, long long rows, int dim,
+                                             float eps, bool streaming) {
   using G = RowGroup<kWarp>;
   __shared__ Partial<kKind> scratch[2][32];  // alternated between rows (see sum_over_warps)
   int parity = 0;
@@ -149,6 +150,22 @@ __global__ void __launch_bounds__(kWarp ? kWarpRowThreads : 1024)
       write_normalized<kKind, T, V>(v, s, weight, bias, y + row * dim, c, streaming);
     }
   }
+}
+
+template <Kind kKind, class T, int V, int K, bool kWarp>
+__global__ void __launch_bounds__(kWarp ? kWarpRowThreads : 1024)
+    forward_regs(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                 T* __restrict__ y, long long rows, int dim, float eps, bool streaming) {
+  forward_rows<kKind, T, V, K, kWarp>(x, weight, bias, y, rows, dim, eps, streaming);
+}
+
+// 1024-thread blocks whose registers leave room for two an SM (see forward). A kernel of its own:
+// a second __launch_bounds__ argument, even 1, changes the other instances' register allocation.
+template <Kind kKind, class T, int V, int K>
+__global__ void __launch_bounds__(1024, 2)
+    forward_regs_two_an_sm(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                           T* __restrict__ y, long long rows, int dim, float eps, bool streaming) {
+  forward_rows<kKind, T, V, K, false>(x, weight, bias, y, rows, dim, eps, streaming);
 }
 
 // streaming: ignored (this kernel reads each row twice, the second time from L2).
@@ -235,6 +252,13 @@ void forward(const char* where, const Tensor& x, const Tensor& weight, const Ten
     const ForwardPlan plan = plan_forward(dim, V);
     kernel = with_k<kForwardPacks>(plan.k, [&](auto kc) -> ForwardKernel<T> {
       constexpr int K = decltype(kc)::value;
+      if constexpr (sizeof(T) == 4 && K == kForwardPacks) {
+        // f32 rows of 1024-thread blocks (8193-16384 columns) fit two blocks an SM in 32
+        // registers a thread, so one block's loads cover the other's reductions: LayerNorm f32
+        // 16384 took 37 registers and one block an SM before, 75 -> 94% of copy on the H200
+        // (94% on the H100 already; PERF_NOTES session 13). The 16-bit ones would spill there.
+        if (!plan.warp && plan.threads == 1024) return &forward_regs_two_an_sm<kKind, T, V, K>;
+      }
       return plan.warp ? &forward_regs<kKind, T, V, K, true> : &forward_regs<kKind, T, V, K, false>;
     });
     threads = plan.threads;
