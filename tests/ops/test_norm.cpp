@@ -239,7 +239,8 @@ TEST_P(NormOp, BackwardManyRows) {
 }
 
 // The CUDA backward's paths by row length (src/cuda/ops/norm_backward.cu, plan_staged): one block a row
-// with 1, 2 and 4 packs a thread (4096, 8192, 16384), clusters of 2 (f32 16384), 4 and 8 blocks
+// with 1, 2 and 4 packs a thread (4096, 8192, 16384; on fast-memory cards such as the H200, 8192 16-bit
+// and 4096 f32 columns take 512 threads of 2 packs), clusters of 2 (f32 16384), 4 and 8 blocks
 // (65536: 8 for bf16/f16 and f32; 40008: 4 for bf16/f16, 8 for f32, the last block's slice
 // shorter), slices whose thread count is not a power of two (12296), and rows past 8 blocks'
 // slices (262144: the looping kernel). Several rows a group, so the register sums cover many rows.
