@@ -9,7 +9,11 @@
 # An install is reused while its revision still names the same commit (a warm machine), and
 # IGNIS_COMPARE_INSTALL_ONLY=1 stops after the installs, so GPU tests can run while they build
 # and the benchmarks run later on an idle GPU. The revision "." is the working tree as it is (named
-# "worktree"; always reinstalled): the device machine's copy of .git can lag behind the tree.
+# "worktree"; always reinstalled): the device machine's copy of .git can lag behind the tree. So can
+# a directory holding a source tree (always reinstalled, named after it): for main against this tree,
+#   git archive main | tar -x -C .base   (.base in .git/info/exclude, carried with the device tool)
+#   scripts/gpu_compare.sh .base .
+# IGNIS_COMPARE_ROUNDS=N runs the benchmarks N times, the revisions interleaved within each round.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 logs="${OUT:-$root/build/gpu-logs}"
@@ -21,15 +25,15 @@ export PATH="/usr/local/cuda/bin:$PATH" PYTHONDONTWRITEBYTECODE=1
 names=()
 start=$(date +%s)
 for rev in "$@"; do
-  name="$(printf '%s' "$rev" | tr -c 'A-Za-z0-9._-' '_')"
+  name="$(printf '%s' "${rev#.}" | tr -c 'A-Za-z0-9._-' '_')"
   [ "$rev" = . ] && name=worktree
   names+=("$name")
   dir="$work/$name"
-  if [ "$rev" = . ]; then
+  if [ -d "$rev" ]; then
     rm -f "$dir/pip.rc"
     mkdir -p "$dir"
-    ln -sfn "$root" "$dir/src"
-    commit=worktree
+    ln -sfn "$(cd "$rev" && pwd)" "$dir/src"
+    commit="tree:$rev"
   else
     commit="$(git -C "$root" rev-parse --verify -q "$rev^{commit}")" || { echo "$rev: no such revision"; exit 2; }
     if [ -f "$dir/pip.rc" ] && [ "$(cat "$dir/pip.rc")" = 0 ] && [ "$(cat "$dir/commit" 2>/dev/null)" = "$commit" ]; then
@@ -56,19 +60,26 @@ wait
 echo "pip installs: $(( $(date +%s) - start )) s"
 [ "${IGNIS_COMPARE_INSTALL_ONLY:-0}" = 1 ] && exit 0
 
-tables=()
 for name in "${names[@]}"; do
   if [ "$(cat "$work/$name/pip.rc")" != 0 ]; then
     tail -30 "$logs/compare-$name-pip.log"
     echo "$name: pip install FAILED"
     exit 1
   fi
-  args=(--out "$logs/compare-$name.md")
-  [ -n "${IGNIS_COMPARE_OPS:-}" ] && args+=(--ops "$IGNIS_COMPARE_OPS")
-  [ -n "${IGNIS_COMPARE_SHAPES:-}" ] && args+=(--shapes "$IGNIS_COMPARE_SHAPES")
-  [ -n "${IGNIS_COMPARE_DTYPES:-}" ] && args+=(--dtypes "$IGNIS_COMPARE_DTYPES")
-  PYTHONPATH="$work/$name/site" python3 "$root/bench/bench_ops.py" "${args[@]}" > "$logs/compare-$name.log" 2>&1 \
-    || { tail -20 "$logs/compare-$name.log"; echo "$name: bench FAILED"; exit 1; }
-  tables+=("$name=$logs/compare-$name.md")
+done
+rounds="${IGNIS_COMPARE_ROUNDS:-1}"
+tables=()
+for round in $(seq 1 "$rounds"); do
+  for name in "${names[@]}"; do
+    label="$name"
+    [ "$rounds" -gt 1 ] && label="$name-r$round"
+    args=(--out "$logs/compare-$label.md")
+    [ -n "${IGNIS_COMPARE_OPS:-}" ] && args+=(--ops "$IGNIS_COMPARE_OPS")
+    [ -n "${IGNIS_COMPARE_SHAPES:-}" ] && args+=(--shapes "$IGNIS_COMPARE_SHAPES")
+    [ -n "${IGNIS_COMPARE_DTYPES:-}" ] && args+=(--dtypes "$IGNIS_COMPARE_DTYPES")
+    PYTHONPATH="$work/$name/site" python3 "$root/bench/bench_ops.py" "${args[@]}" > "$logs/compare-$label.log" 2>&1 \
+      || { tail -20 "$logs/compare-$label.log"; echo "$label: bench FAILED"; exit 1; }
+    tables+=("$label=$logs/compare-$label.md")
+  done
 done
 python3 "$root/bench/compare_tables.py" "${tables[@]}" | tee "$logs/compare.md"
