@@ -50,8 +50,18 @@ std::string cuda_device_summary() {
   if (count == 0) return "no usable GPU: no CUDA device found";
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "no usable GPU: cudaGetDeviceProperties failed";
-  return detail::concat(prop.name, ", sm_", prop.major, prop.minor, ", ", prop.multiProcessorCount, " SMs, ",
-                        prop.totalGlobalMem >> 20, " MiB");
+  std::string summary = detail::concat(prop.name, ", sm_", prop.major, prop.minor, ", ", prop.multiProcessorCount,
+                                       " SMs, ", prop.totalGlobalMem >> 20, " MiB");
+  // Peak DRAM bandwidth (double data rate over the bus) and its share an SM, by which some kernels
+  // choose their block shape (cuda/common/launch.cuh, memory_gbps_per_sm).
+  int clock_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, 0) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0) == cudaSuccess && clock_khz > 0) {
+    const long long gbps = 2LL * clock_khz * (bus_bits / 8) / 1000000;
+    summary += detail::concat(", DRAM ", gbps, " GB/s (", gbps * 10 / prop.multiProcessorCount / 10.0, " an SM)");
+  }
+  cudaGetLastError();
+  return summary;
 #else
   return "no usable GPU: ignis was built without CUDA";
 #endif

@@ -45,7 +45,8 @@ using namespace norm;
 // session 5); a thread holds at most kMaxStagedPacks packs of a row (its dweight/dbias
 // accumulators are 4-32 registers a sum), in blocks of at most kStagedThreads threads. Slices are
 // spread over <= 256 threads while 4 packs a thread allow it (512 on fast-memory cards, see
-// kFastMemoryGbpsPerSm), so short rows get several blocks an SM. Rows longer than one block's slice take a cluster of up to kMaxStagedCluster blocks.
+// kFastMemoryGbpsPerSm), so short rows get several blocks an SM. Rows longer than one block's
+// slice take a cluster of up to kMaxStagedCluster blocks.
 constexpr int kStages = 3;
 constexpr long long kStageBytes = 64 * 1024;
 constexpr int kMaxStagedPacks = 4;

@@ -255,8 +255,8 @@ void forward(const char* where, const Tensor& x, const Tensor& weight, const Ten
       if constexpr (sizeof(T) == 4 && K == kForwardPacks) {
         // f32 rows of 1024-thread blocks (8193-16384 columns) fit two blocks an SM in 32
         // registers a thread, so one block's loads cover the other's reductions: LayerNorm f32
-        // 16384 took 37 registers and one block an SM before, 75 -> 94% of copy on the H200
-        // (94% on the H100 already; PERF_NOTES session 13). The 16-bit ones would spill there.
+        // 16384 took 37 registers and one block an SM before: 75 -> 94% of copy on the H200, 94 ->
+        // 97% on the H100 (PERF_NOTES session 13). The 16-bit ones would spill there.
         if (!plan.warp && plan.threads == 1024) return &forward_regs_two_an_sm<kKind, T, V, K>;
       }
       return plan.warp ? &forward_regs<kKind, T, V, K, true> : &forward_regs<kKind, T, V, K, false>;
