@@ -1,0 +1,93 @@
+// The norm backward's block shapes (src/cuda/ops/norm_backward_plan.h) for every row length up to
+// past the longest staged row, both pack widths and both kinds of card: host arithmetic, so these
+// run on any machine, while each GPU runs only its own card's plans.
+#include <gtest/gtest.h>
+
+#include <utility>
+#include <vector>
+
+#include "cuda/ops/norm_backward_plan.h"
+
+namespace ignis::cuda::norm {
+namespace {
+
+// Rows of up to kMaxStagedCluster slices of kStageBytes / 32 packs fit; the step keeps the loop
+// short while still landing on every power of two and its neighbours.
+std::vector<long long> row_packs() {
+  std::vector<long long> packs;
+  for (long long p = 1; p <= 40000; p += p < 64 ? 1 : p / 16 + 1) packs.push_back(p);
+  for (long long p = 2; p <= 32768; p *= 2)
+    for (long long q : {p - 1, p, p + 1}) packs.push_back(q);
+  return packs;
+}
+
+TEST(NormBackwardPlan, EveryStagedPlanCoversItsSliceWithinTheLimits) {
+  const long long max_slice = kStageBytes / 32;  // 16 bytes each of x and dy a pack
+  for (bool fast : {false, true})
+    for (int v : {4, 8})
+      for (long long packs : row_packs()) {
+        SCOPED_TRACE(testing::Message() << "fast " << fast << " v " << v << " packs " << packs);
+        const StagedPlan plan = plan_staged(packs * v, v, fast);
+        if (plan.cluster == 0) {
+          EXPECT_GT(packs, kMaxStagedCluster * max_slice) << "a row that fits was refused";
+          continue;
+        }
+        const long long slice = (packs + plan.cluster - 1) / plan.cluster;
+        EXPECT_LE(plan.cluster, kMaxStagedCluster);
+        EXPECT_EQ(plan.cluster & (plan.cluster - 1), 0) << "cluster size not a power of two";
+        EXPECT_LE(slice, max_slice);
+        EXPECT_TRUE(plan.packs == 1 || plan.packs == 2 || plan.packs == 4) << plan.packs;
+        EXPECT_EQ(plan.threads % 32, 0);
+        EXPECT_LE(plan.threads, kStagedThreads);
+        EXPECT_GE(static_cast<long long>(plan.threads) * plan.packs, slice) << "packs nobody owns";
+        EXPECT_LT(static_cast<long long>(plan.threads - 32) * plan.packs, slice) << "a warp with nothing to do";
+        EXPECT_EQ(plan.smem, kStages * slice * 32);
+        // The smallest cluster whose slice fits: one cluster size smaller would not have.
+        if (plan.cluster > 1) {
+          const long long smaller = (packs + plan.cluster / 2 - 1) / (plan.cluster / 2);
+          EXPECT_GT(smaller, max_slice);
+        }
+      }
+}
+
+// Fast-memory cards trade packs a thread for warps, never the other way, and only for slices of
+// at least two packs for each of kStagedThreads threads; everywhere else both cards agree.
+TEST(NormBackwardPlan, FastMemoryCardsTakeMoreWarpsOnlyForLongSlices) {
+  for (int v : {4, 8})
+    for (long long packs : row_packs()) {
+      SCOPED_TRACE(testing::Message() << "v " << v << " packs " << packs);
+      const StagedPlan slow = plan_staged(packs * v, v, false);
+      const StagedPlan fast = plan_staged(packs * v, v, true);
+      EXPECT_EQ(fast.cluster, slow.cluster);
+      if (slow.cluster == 0) continue;
+      const long long slice = (packs + slow.cluster - 1) / slow.cluster;
+      EXPECT_GE(fast.threads, slow.threads);
+      EXPECT_LE(fast.packs, slow.packs);
+      if (slice < 2LL * kStagedThreads) {
+        EXPECT_EQ(fast.threads, slow.threads);
+        EXPECT_EQ(fast.packs, slow.packs);
+      } else {
+        // The fewest packs a thread (at least 2) that fit kStagedThreads threads.
+        EXPECT_GE(fast.packs, 2);
+        if (fast.packs == 4) EXPECT_GT(slice, 2LL * kStagedThreads) << "two packs a thread would have fit";
+      }
+    }
+}
+
+// The shapes the benchmark and PERF_NOTES name (session 13): bf16 8192 columns and f32 4096 take
+// 256 threads of 4 packs on the H100 and 512 of 2 on the H200; bf16 4096 keeps 256 of 2 on both.
+TEST(NormBackwardPlan, NamedShapesByCard) {
+  const auto shape = [](long long dim, int v, bool fast) {
+    const StagedPlan p = plan_staged(dim, v, fast);
+    return std::make_pair(p.threads, p.packs);
+  };
+  EXPECT_EQ(shape(8192, 8, false), std::make_pair(256, 4));
+  EXPECT_EQ(shape(8192, 8, true), std::make_pair(512, 2));
+  EXPECT_EQ(shape(4096, 4, false), std::make_pair(256, 4));
+  EXPECT_EQ(shape(4096, 4, true), std::make_pair(512, 2));
+  EXPECT_EQ(shape(4096, 8, false), std::make_pair(256, 2));
+  EXPECT_EQ(shape(4096, 8, true), std::make_pair(256, 2));
+}
+
+}  // namespace
+}  // namespace ignis::cuda::norm
