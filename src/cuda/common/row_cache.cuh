@@ -38,13 +38,6 @@ struct RowPlan {
   int smem = 0;
 };
 
-inline int device_attribute(cudaDeviceAttr attribute) {
-  int device = 0, value = 0;
-  IGNIS_CUDA_CHECK(cudaGetDevice(&device));
-  IGNIS_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
-  return value;
-}
-
 // Picks how `rows` rows of `packs` 16-byte packs (of each of `tensors` inputs) are held: the
 // smallest cluster whose slices fit kSliceBytes, or failing that the largest cluster if its slices
 // fit the device's shared memory. Threads: one per kPacksPerThread packs, between 32 and 512.
