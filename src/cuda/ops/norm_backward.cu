@@ -49,10 +49,13 @@ constexpr long long kFinishColumns = 4096;
 // Whether backward_staged fills its stages with bulk copies (sm_90) or per-thread cp.async (see
 // RowStages). LayerNorm's 16-bit rows of 2049-4096 columns (2 packs a thread) take cp.async: 76%
 // of copy against 69% with bulk copies at 4096 bf16 (one group an SM; H100, PERF_NOTES session 9).
-// Every other measured shape (4096-16384 columns, both norms, f32 and bf16) was as fast or faster
-// with bulk copies.
-template <Kind kKind, class T, int P>
-constexpr bool kBulkStages = !(kKind == Kind::layer && sizeof(T) == 2 && P == 2);
+// So do the 16-bit 2-pack blocks of either norm that take two rows a step: with bulk fills (which go
+// out after a step's first barrier) four stages leave no row in flight beyond the step, and bf16 4096
+// fell 63 -> 48% (LayerNorm) and 70 -> 52% (RMSNorm) on the H200 (PERF_NOTES session 14). Every
+// other measured shape (4096-16384 columns, both norms, f32 and bf16) was as fast or faster with bulk
+// copies.
+template <Kind kKind, class T, int P, int R>
+constexpr bool kBulkStages = !(sizeof(T) == 2 && P == 2 && (kKind == Kind::layer || R == 2));
 
 // One pack of the looping backward at column c: turns x into xhat and dy into g = dy * weight,
 // adds dy * xhat and dy to the thread's partial sums, and returns (sum g, sum g * xhat).
@@ -220,7 +223,7 @@ __global__ void __launch_bounds__(kStagedThreads)
   const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
   __shared__ unsigned long long landed[S];
   const long long start = group * packs + first;
-  using Stages = RowStages<PackT, S, P, kBulkStages<kKind, T, P>, R>;
+  using Stages = RowStages<PackT, S, P, kBulkStages<kKind, T, P, R>, R>;
   Stages stages{reinterpret_cast<PackT*>(staged_smem),
                 reinterpret_cast<const PackT*>(x) + start,
                 reinterpret_cast<const PackT*>(dy) + start,
@@ -495,7 +498,8 @@ template <Kind kKind, class T>
 bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dweight, T* dbias, long long rows,
                             long long dim, float eps, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
-  StagedPlan plan = plan_staged(dim, V, memory_gbps_per_sm() > kFastMemoryGbpsPerSm);
+  const bool fast_memory = memory_gbps_per_sm() > kFastMemoryGbpsPerSm;
+  StagedPlan plan = plan_staged(dim, V, fast_memory);
   const int smem_room = device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
   // 192 KB of stages fit sm_90 (227 KB a block) but not every device that runs the compute_80 PTX.
   if (plan.cluster == 0 || plan.smem + 1024 > smem_room) return false;
@@ -504,9 +508,13 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   // up to kFinishColumns take one an SM: half the partial rows, and 4096 columns measured 76 / 87%
   // of copy against 69 / 81% (bf16 / f32); RMSNorm measured no better (H100, PERF_NOTES session 9).
   // f32 rows of 2048 columns have bf16 4096's block shape and follow it unmeasured; shorter rows
-  // keep two groups an SM (fewer bytes in flight a group).
-  const bool one_an_sm =
-      kKind == Kind::layer && plan.cluster == 1 && dim <= kFinishColumns && plan.packs >= 2 && plan.threads >= 256;
+  // keep two groups an SM (fewer bytes in flight a group). RMSNorm's 16-bit rows join them, with
+  // LayerNorm's two rows a step and cp.async fills (below), except on fast-memory cards: bf16 4096
+  // measured 77 -> 78% of copy on the H100 in each of three A/B calls (76 / 77 / 77 -> 78 / 78 /
+  // 78-79, three rounds each) and 71 -> 70% on the H200 (PERF_NOTES session 14).
+  const bool rms_as_layer = kKind == Kind::rms && sizeof(T) == 2 && !fast_memory;
+  const bool one_an_sm = (kKind == Kind::layer || rms_as_layer) && plan.cluster == 1 && dim <= kFinishColumns &&
+                         plan.packs >= 2 && plan.threads >= 256;
   // Whole-row blocks of 4 packs a thread and up to 256 threads (16-bit rows of 4104-8192 columns,
   // f32 of 2052-4096) take their rows two a step, when the one more stage fits: one reduction and
   // block barrier for two rows. Their four stages of up to 32 KB leave room for one block an SM.
@@ -515,10 +523,10 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   // (one group an SM already) lost 2 points, 2 packs a thread (16-bit 4096) gained at most one,
   // and the other shapes (f16, longer slices) are not measured, so they keep a row a step (H100,
   // PERF_NOTES session 11).
-  // LayerNorm's 16-bit one-group-an-SM blocks of 2 packs a thread (2049-4096 columns) take two rows a
-  // step too: bf16 4096 measured 58 -> 63% of copy on the H200, where a row a step leaves the SMs, not
-  // DRAM, setting the pace, and 75/75 -> 76/76% on the H100 (PERF_NOTES session 12).
-  constexpr bool kPairedTwoPacks = kKind == Kind::layer && sizeof(T) == 2;
+  // 16-bit one-group-an-SM blocks of 2 packs a thread (2049-4096 columns) take two rows a step too:
+  // LayerNorm bf16 4096 measured 58 -> 63% of copy on the H200, where a row a step leaves the SMs,
+  // not DRAM, setting the pace, and 75/75 -> 76/76% on the H100 (PERF_NOTES session 12).
+  constexpr bool kPairedTwoPacks = sizeof(T) == 2;
   const bool pairs = (plan.packs == 4 && !one_an_sm) || (kPairedTwoPacks && plan.packs == 2 && one_an_sm);
   const long long stage_bytes = plan.smem / kStages;
   const bool two_rows = pairs && plan.threads <= kPreferredStagedThreads && plan.cluster == 1 &&
