@@ -1,4 +1,4 @@
-// The norm backward's block shapes (src/cuda/ops/norm_backward_plan.h) for every row length up to
+// The norm backward's block shapes and schedules (src/cuda/ops/norm_backward_plan.h) for every row length up to
 // past the longest staged row, both pack widths and both kinds of card: host arithmetic, so these
 // run on any machine, while each GPU runs only its own card's plans.
 #include <gtest/gtest.h>
@@ -87,6 +87,70 @@ TEST(NormBackwardPlan, NamedShapesByCard) {
   EXPECT_EQ(shape(4096, 4, true), std::make_pair(512, 2));
   EXPECT_EQ(shape(4096, 8, false), std::make_pair(256, 2));
   EXPECT_EQ(shape(4096, 8, true), std::make_pair(256, 2));
+}
+
+constexpr long long kHopperSmemRoom = 227 * 1024;  // cudaDevAttrMaxSharedMemoryPerBlockOptin on sm_90
+
+// Every schedule: two rows a step only for whole-row blocks of up to kPreferredStagedThreads threads
+// whose one more stage fits; one group an SM only for whole rows that finish in the cooperative
+// launch; and no 16-bit 2-pack block that takes two rows a step fills its stages with bulk copies
+// (four stages and fills after the step's first barrier: no row in flight beyond the step).
+TEST(NormBackwardPlan, EveryScheduleKeepsItsLimits) {
+  for (bool fast : {false, true})
+    for (bool layer : {false, true})
+      for (int bytes : {2, 4})
+        for (long long packs : row_packs()) {
+          const int v = 16 / bytes;
+          const long long dim = packs * v;
+          SCOPED_TRACE(testing::Message() << "fast " << fast << " layer " << layer << " bytes " << bytes << " dim "
+                                          << dim);
+          const StagedPlan plan = plan_staged(dim, v, fast);
+          if (plan.cluster == 0) continue;
+          const StagedSchedule schedule = schedule_staged(plan, layer, bytes, dim, fast, kHopperSmemRoom);
+          EXPECT_TRUE(schedule.rows_a_step == 1 || schedule.rows_a_step == 2);
+          EXPECT_TRUE(schedule.groups_per_sm == 1 || schedule.groups_per_sm == 2);
+          EXPECT_LE(schedule.smem + 1024, kHopperSmemRoom);
+          if (schedule.rows_a_step == 2) {
+            EXPECT_EQ(plan.cluster, 1);
+            EXPECT_LE(plan.threads, kPreferredStagedThreads);
+            EXPECT_EQ(schedule.smem, plan.smem / kStages * (kStages + 1));
+            if (bytes == 2 && plan.packs == 2) EXPECT_FALSE(bulk_stage_fills(layer, bytes, plan.packs, 2));
+          } else {
+            EXPECT_EQ(schedule.smem, plan.smem);
+          }
+          if (schedule.groups_per_sm == 1) {
+            EXPECT_EQ(plan.cluster, 1);
+            EXPECT_LE(dim, kFinishColumns);
+          }
+        }
+}
+
+// The benchmark's 4096- and 8192-column cells by card (PERF_NOTES sessions 9-14): {rows a step,
+// groups an SM, bulk fills}. RMSNorm's 16-bit 4096 takes LayerNorm's schedule only on the H100.
+TEST(NormBackwardPlan, NamedSchedulesByCard) {
+  struct Expected {
+    int rows_a_step, groups_per_sm;
+    bool bulk;
+    bool operator==(const Expected&) const = default;
+  };
+  const auto schedule = [](bool layer, int bytes, long long dim, bool fast) {
+    const StagedPlan plan = plan_staged(dim, 16 / bytes, fast);
+    const StagedSchedule s = schedule_staged(plan, layer, bytes, dim, fast, kHopperSmemRoom);
+    return Expected{s.rows_a_step, s.groups_per_sm, bulk_stage_fills(layer, bytes, plan.packs, s.rows_a_step)};
+  };
+  // H100 (not fast-memory).
+  EXPECT_EQ(schedule(true, 2, 4096, false), (Expected{2, 1, false}));
+  EXPECT_EQ(schedule(false, 2, 4096, false), (Expected{2, 1, false}));
+  EXPECT_EQ(schedule(true, 4, 4096, false), (Expected{1, 1, true}));
+  EXPECT_EQ(schedule(false, 4, 4096, false), (Expected{2, 2, true}));
+  EXPECT_EQ(schedule(true, 2, 8192, false), (Expected{2, 2, true}));
+  EXPECT_EQ(schedule(false, 2, 8192, false), (Expected{2, 2, true}));
+  // H200 (fast-memory).
+  EXPECT_EQ(schedule(true, 2, 4096, true), (Expected{2, 1, false}));
+  EXPECT_EQ(schedule(false, 2, 4096, true), (Expected{1, 2, true}));
+  EXPECT_EQ(schedule(false, 4, 4096, true), (Expected{1, 2, true}));
+  EXPECT_EQ(schedule(true, 2, 8192, true), (Expected{1, 2, false}));
+  EXPECT_EQ(schedule(false, 2, 8192, true), (Expected{1, 2, true}));
 }
 
 }  // namespace

@@ -40,22 +40,10 @@ namespace {
 
 using namespace norm;
 
-// Rows this long or shorter sum their partial rows in the same (cooperative) launch. Longer rows
-// keep two launches and the cluster merge of partial rows: without the merge their partial rows
-// (264 x 8192 floats a sum) cost more than the second launch (bf16 8192 / 16384 lost 2-3 points
-// of copy, H100 PERF_NOTES session 5).
-constexpr long long kFinishColumns = 4096;
-
 // Whether backward_staged fills its stages with bulk copies (sm_90) or per-thread cp.async (see
-// RowStages). LayerNorm's 16-bit rows of 2049-4096 columns (2 packs a thread) take cp.async: 76%
-// of copy against 69% with bulk copies at 4096 bf16 (one group an SM; H100, PERF_NOTES session 9).
-// So do the 16-bit 2-pack blocks of either norm that take two rows a step: with bulk fills (which go
-// out after a step's first barrier) four stages leave no row in flight beyond the step, and bf16 4096
-// fell 63 -> 48% (LayerNorm) and 70 -> 52% (RMSNorm) on the H200 (PERF_NOTES session 14). Every
-// other measured shape (4096-16384 columns, both norms, f32 and bf16) was as fast or faster with bulk
-// copies.
+// RowStages and bulk_stage_fills).
 template <Kind kKind, class T, int P, int R>
-constexpr bool kBulkStages = !(sizeof(T) == 2 && P == 2 && (kKind == Kind::layer || R == 2));
+constexpr bool kBulkStages = bulk_stage_fills(kKind == Kind::layer, sizeof(T), P, R);
 
 // One pack of the looping backward at column c: turns x into xhat and dy into g = dy * weight,
 // adds dy * xhat and dy to the thread's partial sums, and returns (sum g, sum g * xhat).
@@ -507,52 +495,28 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   const int smem_room = device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
   // 192 KB of stages fit sm_90 (227 KB a block) but not every device that runs the compute_80 PTX.
   if (plan.cluster == 0 || plan.smem + 1024 > smem_room) return false;
-  // About two groups an SM (fewer when fewer fit): enough loads in flight, few partial rows.
-  // LayerNorm's whole-row blocks of 256 threads and 2+ packs a thread (rows of 8 KB or more) at
-  // up to kFinishColumns take one an SM: half the partial rows, and 4096 columns measured 76 / 87%
-  // of copy against 69 / 81% (bf16 / f32); RMSNorm measured no better (H100, PERF_NOTES session 9).
-  // f32 rows of 2048 columns have bf16 4096's block shape and follow it unmeasured; shorter rows
-  // keep two groups an SM (fewer bytes in flight a group). RMSNorm's 16-bit rows join them, with
-  // LayerNorm's two rows a step and cp.async fills (below), except on fast-memory cards: bf16 4096
-  // measured 77 -> 78% of copy on the H100 in each of three A/B calls (76 / 77 / 77 -> 78 / 78 /
-  // 78-79, three rounds each) and 71 -> 70% on the H200 (PERF_NOTES session 14).
-  const bool rms_as_layer = kKind == Kind::rms && sizeof(T) == 2 && !fast_memory;
-  const bool one_an_sm = (kKind == Kind::layer || rms_as_layer) && plan.cluster == 1 && dim <= kFinishColumns &&
-                         plan.packs >= 2 && plan.threads >= 256;
-  // Whole-row blocks of 4 packs a thread and up to 256 threads (16-bit rows of 4104-8192 columns,
-  // f32 of 2052-4096) take their rows two a step, when the one more stage fits: one reduction and
-  // block barrier for two rows. Their four stages of up to 32 KB leave room for one block an SM.
-  // bf16 8192 columns measured LayerNorm 76 -> 78-79% and RMSNorm 80 -> 83-84% of copy, RMSNorm f32
-  // 4096 84 -> 86-87% (a row a step at one group an SM: 63-64 / 73-74 / 87-89%). LayerNorm f32 4096
-  // (one group an SM already) lost 2 points, 2 packs a thread (16-bit 4096) gained at most one,
-  // and the other shapes (f16, longer slices) are not measured, so they keep a row a step (H100,
-  // PERF_NOTES session 11).
-  // 16-bit one-group-an-SM blocks of 2 packs a thread (2049-4096 columns) take two rows a step too:
-  // LayerNorm bf16 4096 measured 58 -> 63% of copy on the H200, where a row a step leaves the SMs,
-  // not DRAM, setting the pace, and 75/75 -> 76/76% on the H100 (PERF_NOTES session 12).
-  constexpr bool kPairedTwoPacks = sizeof(T) == 2;
-  const bool pairs = (plan.packs == 4 && !one_an_sm) || (kPairedTwoPacks && plan.packs == 2 && one_an_sm);
-  const long long stage_bytes = plan.smem / kStages;
-  const bool two_rows = pairs && plan.threads <= kPreferredStagedThreads && plan.cluster == 1 &&
-                        stage_bytes * (kStages + 1) + 2048 <= smem_room;
+  // Rows a step and groups an SM (fewer groups where fewer fit) by norm, dtype, row length and card.
+  const StagedSchedule schedule =
+      schedule_staged(plan, kKind == Kind::layer, static_cast<int>(sizeof(T)), dim, fast_memory, smem_room);
+  const bool two_rows = schedule.rows_a_step == 2;
   BackwardKernel<T> kernel = nullptr;
   switch (plan.packs) {
     case 1: kernel = &backward_staged<kKind, T, 1>; break;
     case 2:
       kernel = &backward_staged<kKind, T, 2>;
-      if constexpr (kPairedTwoPacks) kernel = two_rows ? &backward_staged<kKind, T, 2, 2> : kernel;
+      if constexpr (sizeof(T) == 2) kernel = two_rows ? &backward_staged<kKind, T, 2, 2> : kernel;
       break;
     case 4: kernel = two_rows ? &backward_staged<kKind, T, 4, 2> : &backward_staged<kKind, T, 4>; break;
     default: return false;
   }
-  if (two_rows) plan.smem = static_cast<int>(stage_bytes * (kStages + 1));
+  plan.smem = schedule.smem;
   IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
   IGNIS_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   const long long resident = resident_groups(kernel, plan, s);
   if (resident <= 0) return false;
-  const long long per_sm = one_an_sm ? 1 : 2;
-  long long groups = std::min({rows, resident, std::max(1LL, per_sm * sm_count() / plan.cluster)});
+  const long long wanted = std::max(1LL, static_cast<long long>(schedule.groups_per_sm) * sm_count() / plan.cluster);
+  long long groups = std::min({rows, resident, wanted});
   const long long sums = kKind == Kind::layer ? 2 : 1;
   const Stream stream{static_cast<void*>(s)};
   // Rows of up to kFinishColumns, whole-row blocks, all resident: one cooperative launch that also

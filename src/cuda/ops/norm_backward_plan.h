@@ -1,7 +1,7 @@
 #pragma once
-// The block shape of the norm backward's staged kernel (norm_backward.cu, backward_staged) by row
-// length and card: plain host arithmetic, so the tests check it on any machine, for either kind of
-// card.
+// The block shape and schedule of the norm backward's staged kernel (norm_backward.cu,
+// backward_staged) by norm, dtype, row length and card: plain host arithmetic, so the tests check it
+// on any machine, for either kind of card.
 
 namespace ignis::cuda::norm {
 
@@ -54,6 +54,63 @@ inline StagedPlan plan_staged(long long dim, int v, bool fast_memory) {
     return {c, static_cast<int>(threads), p, static_cast<int>(kStages * slice * 32)};
   }
   return {};
+}
+
+// Rows this long or shorter sum their partial rows in the same (cooperative) launch. Longer rows
+// keep two launches and the cluster merge of partial rows: without the merge their partial rows
+// (264 x 8192 floats a sum) cost more than the second launch (bf16 8192 / 16384 lost 2-3 points
+// of copy, H100 PERF_NOTES session 5).
+inline constexpr long long kFinishColumns = 4096;
+
+// Whether the stages are filled by bulk copies (sm_90) or per-thread cp.async (see RowStages).
+// LayerNorm's 16-bit rows of 2049-4096 columns (2 packs a thread) take cp.async: 76% of copy against
+// 69% with bulk copies at 4096 bf16 (one group an SM; H100, PERF_NOTES session 9). So do the 16-bit
+// 2-pack blocks of either norm that take two rows a step: with bulk fills (which go out after a
+// step's first barrier) four stages leave no row in flight beyond the step, and bf16 4096 fell
+// 63 -> 48% (LayerNorm) and 70 -> 52% (RMSNorm) on the H200 (PERF_NOTES session 14). Every other
+// measured shape (4096-16384 columns, both norms, f32 and bf16) was as fast or faster with bulk
+// copies. element_bytes: 2 (bf16, f16) or 4 (f32).
+constexpr bool bulk_stage_fills(bool layer, int element_bytes, int packs, int rows_a_step) {
+  return !(element_bytes == 2 && packs == 2 && (layer || rows_a_step == 2));
+}
+
+// How a plan's rows are taken: rows_a_step (1 or 2, in one reduction and block barrier), the groups
+// of rows an SM (1 or 2: the grid), and the stages' shared memory (one stage more for two rows).
+struct StagedSchedule {
+  int rows_a_step = 1;
+  int groups_per_sm = 2;
+  int smem = 0;
+};
+
+// layer: LayerNorm, else RMSNorm; smem_room: the shared memory a block may opt into.
+inline StagedSchedule schedule_staged(const StagedPlan& plan, bool layer, int element_bytes, long long dim,
+                                      bool fast_memory, long long smem_room) {
+  // About two groups an SM: enough loads in flight, few partial rows. LayerNorm's whole-row blocks
+  // of 256+ threads and 2+ packs a thread (rows of 8 KB or more) at up to kFinishColumns take one an
+  // SM: half the partial rows, and 4096 columns measured 76 / 87% of copy against 69 / 81% (bf16 /
+  // f32; H100, PERF_NOTES session 9). f32 rows of 2048 columns have bf16 4096's block shape and follow
+  // it unmeasured; shorter rows keep two groups an SM (fewer bytes in flight a group). RMSNorm's
+  // 16-bit rows join them, with two rows a step and cp.async fills, except on fast-memory cards: bf16
+  // 4096 measured 77 -> 78% of copy on the H100 in each of three A/B calls (76 / 77 / 77 -> 78 / 78 /
+  // 78-79, three rounds each) and 71 -> 70% on the H200; a row a step with bulk fills lost (77 -> 74;
+  // PERF_NOTES session 14).
+  const bool rms_as_layer = !layer && element_bytes == 2 && !fast_memory;
+  const bool one_an_sm = (layer || rms_as_layer) && plan.cluster == 1 && dim <= kFinishColumns && plan.packs >= 2 &&
+                         plan.threads >= 256;
+  // Whole-row blocks of 4 packs a thread and up to 256 threads (16-bit rows of 4104-8192 columns,
+  // f32 of 2052-4096) take their rows two a step, when the one more stage fits. Their four stages
+  // of up to 32 KB leave room for one block an SM. bf16 8192 columns measured LayerNorm 76 -> 78-79%
+  // and RMSNorm 80 -> 83-84% of copy, RMSNorm f32 4096 84 -> 86-87% (a row a step at one group an
+  // SM: 63-64 / 73-74 / 87-89%). LayerNorm f32 4096 (one group an SM already) lost 2 points, and the
+  // other shapes (f16, longer slices) are not measured, so they keep a row a step (H100, PERF_NOTES
+  // session 11). 16-bit one-group-an-SM blocks of 2 packs a thread (2049-4096 columns) take two rows
+  // a step too: LayerNorm bf16 4096 measured 58 -> 63% of copy on the H200, where a row a step leaves
+  // the SMs, not DRAM, setting the pace, and 75/75 -> 76/76% on the H100 (PERF_NOTES session 12).
+  const bool pairs = (plan.packs == 4 && !one_an_sm) || (element_bytes == 2 && plan.packs == 2 && one_an_sm);
+  const long long stage_bytes = plan.smem / kStages;
+  const bool two_rows = pairs && plan.threads <= kPreferredStagedThreads && plan.cluster == 1 &&
+                        stage_bytes * (kStages + 1) + 2048 <= smem_room;
+  return {two_rows ? 2 : 1, one_an_sm ? 1 : 2, static_cast<int>(two_rows ? stage_bytes * (kStages + 1) : plan.smem)};
 }
 
 }  // namespace ignis::cuda::norm
