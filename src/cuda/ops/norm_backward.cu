@@ -401,7 +401,7 @@ __global__ void __launch_bounds__(kStagedThreads)
   if (sums * ((dim + kNarrow - 1) / kNarrow) > static_cast<int>(gridDim.x))
     finish_sums<kKind, T, kSumColumns>(dw_part, db_part, groups, dim, dweight, dbias, staged_smem);
   else
-    finish_sums<kKind, T, kSumColumns / 2>(dw_part, db_part, groups, dim, dweight, dbias, staged_smem);
+    finish_sums<kKind, T, kNarrow>(dw_part, db_part, groups, dim, dweight, dbias, staged_smem);
 }
 
 // Rows too long for registers: three passes per row (statistics, sums, dx). The block's
