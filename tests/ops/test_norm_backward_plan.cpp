@@ -153,5 +153,29 @@ TEST(NormBackwardPlan, NamedSchedulesByCard) {
   EXPECT_EQ(schedule(false, 2, 8192, true), (Expected{1, 2, true}));
 }
 
+// The cooperative finish's chunk width: the narrowest of 16, 32 and 64 columns whose chunks come to
+// at most one a block, else 32. Named: the H100's 4096-column cells at 132 blocks (one group an SM)
+// and 264 (two), PERF_NOTES sessions 14 and 15.
+TEST(NormBackwardPlan, FinishChunksComeToOneABlockWherePossible) {
+  const auto chunks = [](int sums, long long dim, int columns) { return sums * ((dim + columns - 1) / columns); };
+  for (int sums : {1, 2})
+    for (long long dim = 4; dim <= kFinishColumns; dim += dim < 256 ? 4 : 124)
+      for (long long blocks : {1LL, 66LL, 132LL, 264LL, 528LL}) {
+        SCOPED_TRACE(testing::Message() << "sums " << sums << " dim " << dim << " blocks " << blocks);
+        const int columns = finish_chunk_columns(sums, dim, blocks);
+        ASSERT_TRUE(columns == 16 || columns == 32 || columns == 64) << columns;
+        if (chunks(sums, dim, 64) > blocks) {
+          EXPECT_EQ(columns, 32) << "no width comes to one chunk a block";
+          continue;
+        }
+        EXPECT_LE(chunks(sums, dim, columns), blocks);
+        if (columns > 16) EXPECT_GT(chunks(sums, dim, columns / 2), blocks) << "a narrower width fits";
+      }
+  EXPECT_EQ(finish_chunk_columns(2, 4096, 132), 64);
+  EXPECT_EQ(finish_chunk_columns(1, 4096, 132), 32);
+  EXPECT_EQ(finish_chunk_columns(1, 4096, 264), 16);
+  EXPECT_EQ(finish_chunk_columns(2, 4096, 264), 32);
+}
+
 }  // namespace
 }  // namespace ignis::cuda::norm

@@ -174,9 +174,10 @@ __device__ void finish_sums(const float* __restrict__ dw_part, const float* __re
 // group's rows. At the end each block writes its slice of the group's partial row to
 // dw_part / db_part ([groups, dim] fp32); with merge > 1 (whole-row blocks launched in clusters of
 // merge) the cluster's blocks add their rows first (merge_partials) and the parts are
-// [groups / merge, dim]. With `finish` (merge 1, a cooperative launch of whole-row blocks, all
-// resident) the grid then waits for every partial row and its blocks sum them, a share of the
-// columns each, into dweight / dbias ([dim]); otherwise sum_partials does that in a second launch.
+// [groups / merge, dim]. With `finish` > 0 (merge 1, a cooperative launch of whole-row blocks, all
+// resident) the grid then waits for every partial row and its blocks sum them, in chunks of `finish`
+// columns (16, 32 or 64), into dweight / dbias ([dim]); otherwise sum_partials does that in a second
+// launch.
 // x, dy, dx: [rows, dim]; weight: [dim].
 template <Kind kKind, class T, int P, int R = 1>
 __global__ void __launch_bounds__(kStagedThreads)
@@ -391,17 +392,13 @@ __global__ void __launch_bounds__(kStagedThreads)
   if (!finish) return;
   cooperative_groups::this_grid().sync();  // every group's partial row written and visible
   // The stages are free (every copy landed before the last row was read): they hold the tile.
-  // Chunks of kSumColumns columns, or half that where the narrower chunks still come to at most one
-  // a block (two groups an SM at 4096 columns: 256 chunks for 264 blocks, not 128). A block sums its
-  // chunks one after the other, so a second chunk costs more than wider loads do: RMSNorm bf16 4096
-  // at one group an SM (132 blocks) read 79 / 79 / 79 -> 80 / 80 / 79% of copy with 128 chunks of 32
-  // instead of 256 of 16 (H100, PERF_NOTES session 14).
-  const int sums = kKind == Kind::layer ? 2 : 1;
-  constexpr int kNarrow = kSumColumns / 2;
-  if (sums * ((dim + kNarrow - 1) / kNarrow) > static_cast<int>(gridDim.x))
-    finish_sums<kKind, T, kSumColumns>(dw_part, db_part, groups, dim, dweight, dbias, staged_smem);
+  // finish is the chunk width (finish_chunk_columns).
+  if (finish == 16)
+    finish_sums<kKind, T, 16>(dw_part, db_part, groups, dim, dweight, dbias, staged_smem);
+  else if (finish == 64)
+    finish_sums<kKind, T, 64>(dw_part, db_part, groups, dim, dweight, dbias, staged_smem);
   else
-    finish_sums<kKind, T, kNarrow>(dw_part, db_part, groups, dim, dweight, dbias, staged_smem);
+    finish_sums<kKind, T, kSumColumns>(dw_part, db_part, groups, dim, dweight, dbias, staged_smem);
 }
 
 // Rows too long for registers: three passes per row (statistics, sums, dx). The block's
@@ -522,7 +519,8 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   // Rows of up to kFinishColumns, whole-row blocks, all resident: one cooperative launch that also
   // sums the partial rows (sum_partials as a second launch cost ~4 us a call, H100 PERF_NOTES
   // session 5).
-  if (plan.cluster == 1 && dim <= kFinishColumns && sum_tile_bytes(plan.threads) <= plan.smem &&
+  const int finish_columns = finish_chunk_columns(static_cast<int>(sums), dim, groups);
+  if (plan.cluster == 1 && dim <= kFinishColumns && sum_tile_bytes(plan.threads, finish_columns) <= plan.smem &&
       device_attribute(cudaDevAttrCooperativeLaunch) != 0) {
     const Scratch partial(static_cast<std::size_t>(sums * groups * dim) * sizeof(float), stream);
     float* dw_part = partial.at<float>(0);
@@ -534,7 +532,7 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
     cooperative.val.cooperative = 1;
     config.numAttrs = 1;
     if (cudaLaunchKernelEx(&config, kernel, xp, wp, gp, dxp, dw_part, db_part, dweight, dbias, rows,
-                           static_cast<int>(dim), eps, 1, 1, 1) == cudaSuccess)
+                           static_cast<int>(dim), eps, 1, 1, finish_columns) == cudaSuccess)
       return true;
     (void)cudaGetLastError();  // refused (too many blocks for a cooperative grid, MPS limits): two launches
   }

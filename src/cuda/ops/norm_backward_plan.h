@@ -62,6 +62,19 @@ inline StagedPlan plan_staged(long long dim, int v, bool fast_memory) {
 // of copy, H100 PERF_NOTES session 5).
 inline constexpr long long kFinishColumns = 4096;
 
+// The cooperative finish sums the [groups, dim] partial rows in chunks of this many columns, a block
+// taking its chunks one after the other, so a second chunk costs more than wider loads: the narrowest
+// of 16, 32 and 64 columns whose chunks (sums of them a column: 2 for LayerNorm) come to at most one a
+// block, and 32 where none does. RMSNorm bf16 4096 at 132 blocks measured 79 / 79 / 79 -> 80 / 80 /
+// 79% of copy with 128 chunks of 32 instead of 256 of 16, and LayerNorm bf16 4096 76 -> 77% (two
+// A/B calls, three rounds each, both orders) with 128 chunks of 64 instead of 256 of 32 (H100,
+// PERF_NOTES sessions 14 and 15).
+constexpr int finish_chunk_columns(int sums, long long dim, long long blocks) {
+  for (int columns : {16, 32, 64})
+    if (sums * ((dim + columns - 1) / columns) <= blocks) return columns;
+  return 32;
+}
+
 // Whether the stages are filled by bulk copies (sm_90) or per-thread cp.async (see RowStages).
 // LayerNorm's 16-bit rows of 2049-4096 columns (2 packs a thread) take cp.async: 76% of copy against
 // 69% with bulk copies at 4096 bf16 (one group an SM; H100, PERF_NOTES session 9). So do the 16-bit

@@ -130,8 +130,10 @@ __device__ void sum_columns(const float* __restrict__ part, long long parts, int
   __syncthreads();  // the tile is free for the caller's next columns
 }
 
-// Shared-memory bytes of sum_columns' tile for blocks of `threads` threads.
-constexpr long long sum_tile_bytes(long long threads) { return threads / 32 * (kSumColumns + 1) * 4; }
+// Shared-memory bytes of sum_columns' tile for blocks of `threads` threads and chunks of `columns`.
+constexpr long long sum_tile_bytes(long long threads, long long columns = kSumColumns) {
+  return threads / 32 * (columns + 1) * 4;
+}
 
 // out[c] = sum over p of part[p, c], in a fixed order, for dweight (blockIdx.y 0) and dbias (1):
 // a block takes kSumColumns columns (so that even 4096-wide rows give every SM a block) in
