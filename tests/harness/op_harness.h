@@ -1,7 +1,7 @@
 #pragma once
 // The op test harness: builds tensors of any dtype/device from double values, poisons outputs,
 // reads results back as double, and judges them against the fp64 reference with the
-// tolerance rule of DESIGN.md:
+// tolerance rule of the project's design (docs/ARCHITECTURE.md, "Testing rule"):
 //   f64: max error <= 1e-12 * scale;  f32: max error <= f32_rtol * scale (default 2e-6);
 //   f16/bf16: max error <= 2 * (max error of the naive same-precision result) + floor * scale,
 // where scale = max(magnitude, max |ref|) (magnitude defaults to 1; ops whose outputs cancel
