@@ -4,8 +4,13 @@
     python3 bench/compare_tables.py main=a.md branch=b.md
 
 Prints one markdown row per case (op, shape, dtype) with each build's "% of copy" and "ignis/torch",
-after each table's copy-bandwidth line (the builds run one after another on the same GPU).
+after each table's copy-bandwidth line (the builds run one after another on the same GPU). When names
+end in -r1, -r2, ... (rounds of scripts/gpu_compare.sh or gpu_knobs.sh), a second table gives each
+setting's median over its rounds: % of copy to a tenth of a point (ignis GB/s over that table's own
+copy bandwidth) and ignis GB/s, since the whole-point column hides the half-point changes an A/B is after.
 """
+import re
+import statistics
 import sys
 
 import targets
@@ -17,6 +22,37 @@ def read_table(path):
         lines = f.read().splitlines()
     copy_line = next((l.split(".")[0] for l in lines if l.startswith("Device copy bandwidth")), "")
     return copy_line, {(r["op"], r["shape"], r["dtype"]): r for r in targets.table_rows(lines)}
+
+
+def copy_gbps(copy_line):
+    """The GB/s of a "Device copy bandwidth (...): 2980 GB/s" line, or None."""
+    found = re.search(r":\s*([0-9.]+)\s*GB/s", copy_line)
+    return float(found.group(1)) if found else None
+
+
+def round_medians(builds):
+    """{setting: {case: (median % of copy, median ignis GB/s)}} over the builds named SETTING-rN; empty
+    when no name carries a round suffix. A round whose table lacks the case or the copy line is skipped."""
+    samples = {}
+    for name, (copy_line, rows) in builds:
+        found = re.fullmatch(r"(.+)-r[0-9]+", name)
+        copy = copy_gbps(copy_line)
+        if not found or not copy:
+            continue
+        per_case = samples.setdefault(found.group(1), {})
+        for key, row in rows.items():
+            try:
+                gbps = float(row.get("ignis GB/s", ""))
+            except ValueError:
+                continue
+            per_case.setdefault(key, []).append((100.0 * gbps / copy, gbps))
+    return {
+        setting: {
+            key: (statistics.median(p for p, _ in values), statistics.median(g for _, g in values))
+            for key, values in cases.items()
+        }
+        for setting, cases in samples.items()
+    }
 
 
 def main(argv):
@@ -38,6 +74,16 @@ def main(argv):
             row = rows.get(key, {})
             cells += [row.get("ignis % of copy", "-"), row.get("ignis/torch", "-")]
         print("| " + " | ".join(cells) + " |")
+    medians = round_medians(builds)
+    if medians:
+        print()
+        print("| op | shape | dtype | " + " | ".join(f"{s} median % of copy (GB/s)" for s in medians) + " |")
+        print("| " + " | ".join(["---"] * 3 + ["---:"] * len(medians)) + " |")
+        for key in cases:
+            cells = list(key)
+            for per_case in medians.values():
+                cells.append(f"{per_case[key][0]:.1f} ({per_case[key][1]:.0f})" if key in per_case else "-")
+            print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -70,7 +70,9 @@ done
 rounds="${IGNIS_COMPARE_ROUNDS:-1}"
 tables=()
 for round in $(seq 1 "$rounds"); do
-  for name in "${names[@]}"; do
+  # Each round starts one revision later, so every revision takes every place in a round (see gpu_knobs.sh).
+  for i in "${!names[@]}"; do
+    name="${names[$(( (i + round - 1) % ${#names[@]} ))]}"
     label="$name"
     [ "$rounds" -gt 1 ] && label="$name-r$round"
     args=(--out "$logs/compare-$label.md")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Environment-knob A/B on the lent GPU (device tool, repo root): one pip install of this tree, then
 # bench/bench_ops.py under each setting, the settings interleaved round by round so drift hits all
-# alike, and bench/compare_tables.py over every (setting, round) table. Knobs are environment
+# alike (each round starting one setting later), and bench/compare_tables.py over every (setting,
+# round) table, with each setting's median over the rounds. Knobs are environment
 # variables that an experiment branch's host code reads; main reads none.
 #   IGNIS_KNOB_BENCH="--ops layer_norm_backward --dtypes bf16" IGNIS_KNOB_ROUNDS=2 \
 #     scripts/gpu_knobs.sh base "IGNIS_X_A=1" "IGNIS_X_A=1 IGNIS_X_B=1"
@@ -17,8 +18,12 @@ fi
 export PYTHONPATH="${IGNIS_PY_SITE:-/tmp/ignis-site}${PYTHONPATH:+:$PYTHONPATH}"
 read -r -a bench_args <<< "${IGNIS_KNOB_BENCH:-}"
 tables=()
+settings=("$@")
 for round in $(seq 1 "${IGNIS_KNOB_ROUNDS:-2}"); do
-  for setting in "$@"; do
+  # Each round starts one setting later: a setting's place in the round seemed to move a cell by 1-2 points
+  # (PERF_NOTES session 15), so every setting takes every place.
+  for i in "${!settings[@]}"; do
+    setting="${settings[$(( (i + round - 1) % ${#settings[@]} ))]}"
     name="$(printf '%s' "$setting" | sed -e 's/IGNIS_X_//g' | tr -c 'A-Za-z0-9._-' '_')-r$round"
     read -r -a assignments <<< "$([ "$setting" = base ] || printf '%s' "$setting")"
     env ${assignments[@]+"${assignments[@]}"} python3 "$root/bench/bench_ops.py" --out "$logs/knob-$name.md" \
