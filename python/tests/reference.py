@@ -224,7 +224,8 @@ def ref_top_k_mask(x, k):
 
 def keep_top_p(row, p):
     """Masks one float64 row in place; returns the distance of the p target from the nearest
-    cumulative boundary, relative to the row's total (inf when nothing is cut)."""
+    cumulative boundary, relative to the row's total (inf when nothing is cut). The top token is kept
+    whatever p is, so a row that keeps one token has no lower boundary to be near."""
     top = np.max(row)
     if p >= 1.0 or top == -np.inf:
         return np.inf
@@ -234,9 +235,9 @@ def keep_top_p(row, p):
     total = np.sum(prob)
     target = p * total
     kept = min(int(np.searchsorted(cum, target, side="left")) + 1, len(row))
-    before = cum[kept - 2] if kept >= 2 else 0.0
+    lower = target - cum[kept - 2] if kept >= 2 else np.inf
     row[order[kept:]] = -np.inf
-    return min(target - before, cum[kept - 1] - target) / total
+    return min(lower, cum[kept - 1] - target) / total
 
 
 def ref_top_p_mask(x, p):

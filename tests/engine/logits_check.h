@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/causal_lm.h"
+#include "harness/max_error.h"
 
 namespace ignis::test {
 
@@ -24,12 +25,12 @@ inline std::vector<std::int32_t> some_tokens(std::int64_t n, std::int64_t vocab,
   return t;
 }
 
-// Largest |got - want| over one logits row, relative to the row's largest |want| (at least 1).
+// Largest |got - want| over one logits row, relative to the row's largest |want| (at least 1); infinite
+// where any logit is NaN.
 inline double row_error(std::span<const float> got, const std::vector<double>& want) {
-  double scale = 1.0, err = 0.0;
+  double scale = 1.0;
   for (double w : want) scale = std::max(scale, std::abs(w));
-  for (std::size_t i = 0; i < want.size(); ++i) err = std::max(err, std::abs(static_cast<double>(got[i]) - want[i]));
-  return err / scale;
+  return max_abs_error(got, want) / scale;
 }
 
 // One prefill of `tokens` in a fresh cache: every position's logits against want[position].

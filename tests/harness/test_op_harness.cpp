@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
+#include "harness/max_error.h"
 #include "harness/op_harness.h"
 
 namespace ignis::test {
@@ -40,6 +42,20 @@ TEST(OpHarness, QuantizeRoundsThroughTheDtype) {
   EXPECT_EQ(quantize({1.0 + 1e-9}, DType::f32)[0], 1.0);
   EXPECT_EQ(quantize({1.00390625}, DType::bf16)[0], 1.0);  // 1 + 2^-8 ties to even
   EXPECT_EQ(quantize({65520.0}, DType::f16)[0], INFINITY);
+}
+
+// The engine tests' running maximum: a NaN anywhere (an output left poisoned) is the worst error.
+TEST(MaxError, NanIsAnInfiniteError) {
+  const std::vector<float> want{1.0f, 2.0f, 3.0f};
+  EXPECT_EQ(max_abs_error(std::vector<float>{1.0f, 2.5f, 3.0f}, want), 0.5);
+  EXPECT_EQ(max_abs_error(std::vector<float>{std::nanf(""), 2.0f, 3.0f}, want), INFINITY);
+  EXPECT_EQ(max_abs_error(std::vector<float>{1.0f, 2.0f, std::nanf("")}, want), INFINITY);
+  double err = 4.0;
+  take_worse(err, 1.0);
+  EXPECT_EQ(err, 4.0);
+  take_worse(err, std::nan(""));
+  take_worse(err, 1.0);
+  EXPECT_EQ(err, INFINITY);
 }
 
 TEST(OpHarness, CaseRngGivesFreshInputsPerCase) {
