@@ -253,7 +253,7 @@ class CudaGpt2Golden : public testing::Test {
   void SetUp() override {
     if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU";
     if (!std::filesystem::exists(golden_dir() / "golden.json"))
-      GTEST_SKIP() << golden_dir().string() << " not found (scripts/hf_gpt2_golden.py writes it)";
+      FAIL() << golden_dir().string() << " not found (committed; scripts/hf_gpt2_golden.py writes it)";
     std::ifstream json_file(golden_dir() / "golden.json");
     const nlohmann::json j = nlohmann::json::parse(json_file);
     g_.prompt_ids = j.at("prompt_ids").get<std::vector<std::int32_t>>();
