@@ -70,6 +70,8 @@ TEST(SamplingRule, ThresholdsAndTargets) {
   EXPECT_EQ(rule::top_p_fixed(0.25), std::uint64_t{1} << 30);
 }
 
+// The expected bits come from python/tests/reference.py, an independent splitmix64 in Python:
+// mix64(mix64(mix64(seed) ^ step) ^ row) for the three (seed, step, row) below.
 TEST(SamplingRule, GeneratorIsFrozen) {
   EXPECT_EQ(rule::random_bits(0, 0, 0), 2558736989570252433ull);
   EXPECT_EQ(rule::random_bits(42, 7, 3), 17680642119211242809ull);

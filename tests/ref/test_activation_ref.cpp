@@ -17,7 +17,8 @@ TEST(RefGelu, HandValuesAndLimits) {
   EXPECT_EQ(y[0], 0.0);
   // 0.5 (1 + tanh(sqrt(2/pi) * 1.044715)).
   EXPECT_NEAR(y[1], 0.5 * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * 1.044715)), 1e-15);
-  EXPECT_NEAR(y[1], 0.841192, 1e-6);  // the familiar value of gelu_new(1)
+  // Python's math module: 0.5 * (1 + math.tanh(math.sqrt(2 / math.pi) * 1.044715)) = 0.8411919906082768.
+  EXPECT_NEAR(y[1], 0.841192, 1e-6);
   EXPECT_EQ(y[2], 30.0);
   EXPECT_EQ(y[3], 0.0);
   EXPECT_EQ(y[4], 1e200);

@@ -97,7 +97,7 @@ TEST(RefRope, InvFreqYarnHandValues) {
   s.original_max_position_embeddings = 4096;
   expect_all_near(ref::rope_inv_freq(8, 10000.0, s), {1.0, 0.1, 0.01 * (0.5 + 0.5 / 4.0), 0.001 / 4.0}, 1e-13);
   EXPECT_NEAR(ref::rope_attention_factor(s), 0.1 * std::log(4.0) + 1.0, 1e-15);
-  EXPECT_NEAR(ref::rope_attention_factor(s), 1.1386294361119891, 1e-15);
+  EXPECT_NEAR(ref::rope_attention_factor(s), 1.1386294361119891, 1e-15);  // Python: 0.1 * math.log(4.0) + 1.0
 }
 
 TEST(RefRope, FactorOneIsUnscaled) {
