@@ -1,6 +1,7 @@
 // The engine's linear layers (f32 and bf16 weights, every kernel path) and its thread pool.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -26,13 +27,24 @@ std::vector<float> random_floats(std::size_t n, std::mt19937_64& rng) {
   return v;
 }
 
-// The weight the engine stores for (r, c), read back independently of its kernels.
+// q8 as linear.h documents it, written here apart from LinearWeight: each row's blocks of kQ8Block
+// columns share scale = max |w| / 127, and each weight is w / scale rounded to nearest (ties to even).
+double q8_rounded(const std::vector<float>& w, std::int64_t cols, std::int64_t r, std::int64_t c) {
+  const std::int64_t first = c / kQ8Block * kQ8Block, end = std::min(cols, first + kQ8Block);
+  float amax = 0.0f;
+  for (std::int64_t k = first; k < end; ++k) amax = std::max(amax, std::abs(w[static_cast<std::size_t>(r * cols + k)]));
+  const float scale = amax / 127.0f;
+  if (scale == 0.0f) return 0.0;
+  return static_cast<double>(std::nearbyint(w[static_cast<std::size_t>(r * cols + c)] / scale)) * scale;
+}
+
+// The weight the engine should store for (r, c), computed without its code.
 double stored(const LinearWeight& lw, const std::vector<float>& w, std::int64_t r, std::int64_t c) {
   const float v = w[static_cast<std::size_t>(r * lw.cols() + c)];
   switch (lw.format()) {
     case WeightFormat::f32: return v;
     case WeightFormat::bf16: return bf16_bits_to_float(float_to_bf16_bits(v));
-    case WeightFormat::q8: return q8_value(lw, r, c);
+    case WeightFormat::q8: return q8_rounded(w, lw.cols(), r, c);
   }
   return 0.0;
 }
