@@ -7,6 +7,7 @@
 
 #include "harness/op_harness.h"
 #include "ignis/ops.h"
+#include "model/error_text.h"
 #include "ref/kv_cache.h"
 
 namespace ignis {
@@ -111,29 +112,35 @@ TEST_P(KvCacheOp, RejectsBadArguments) {
   Tensor cache = make({2, 8, 2, 4}), fresh = make({2, 1, 2, 4});
   Tensor lengths = test::make_tensor({0, 0}, {2}, DType::i32, impl.device);
   std::vector<std::int64_t> host = {0, 0};
-  EXPECT_THROW(kv_cache_append(cache, make({2, 8, 2, 5}), fresh, fresh, lengths, host), Error);
-  EXPECT_THROW(kv_cache_append(cache, cache, make({2, 1, 3, 4}), fresh, lengths, host), Error);
-  EXPECT_THROW(kv_cache_append(cache, cache, fresh, make({2, 2, 2, 4}), lengths, host), Error);
-  EXPECT_THROW(kv_cache_append(cache, cache, make({1, 1, 2, 4}), make({1, 1, 2, 4}), lengths, host), Error);
+  EXPECT_ERROR_CONTAINS(kv_cache_append(cache, make({2, 8, 2, 5}), fresh, fresh, lengths, host),
+                        "kv_cache_append: v_cache.shape");
+  EXPECT_ERROR_CONTAINS(kv_cache_append(cache, cache, make({2, 1, 3, 4}), fresh, lengths, host),
+                        "kv_cache_append: k_new.shape");
+  EXPECT_ERROR_CONTAINS(kv_cache_append(cache, cache, fresh, make({2, 2, 2, 4}), lengths, host),
+                        "kv_cache_append: v_new.shape");
+  EXPECT_ERROR_CONTAINS(kv_cache_append(cache, cache, make({1, 1, 2, 4}), make({1, 1, 2, 4}), lengths, host),
+                        "kv_cache_append: k_new.shape");
   EXPECT_THROW(kv_cache_append(cache, cache, fresh, fresh, test::make_tensor({0, 0}, {2}, DType::i64, impl.device),
                                host),
                Error);
   EXPECT_THROW(kv_cache_append(cache, cache, fresh, fresh, test::make_tensor({0}, {1}, DType::i32, impl.device), host),
                Error);
   std::vector<std::int64_t> short_host = {0};
-  EXPECT_THROW(kv_cache_append(cache, cache, fresh, fresh, lengths, short_host), Error);
+  EXPECT_ERROR_CONTAINS(kv_cache_append(cache, cache, fresh, fresh, lengths, short_host),
+                        "kv_cache_append: host_lengths.size()");
   const DType other = impl.dtype == DType::f32 ? DType::f64 : DType::f32;
   EXPECT_THROW(kv_cache_append(cache, cache, test::make_poisoned({2, 1, 2, 4}, other, impl.device), fresh, lengths,
                                host),
                Error);
   Tensor strided = Tensor::view(cache.data(), impl.dtype, impl.device, {2, 4, 2, 4}, {64, 16, 4, 1});
-  EXPECT_THROW(kv_cache_append(strided, strided, fresh, fresh, lengths, host), Error);
+  EXPECT_ERROR_CONTAINS(kv_cache_append(strided, strided, fresh, fresh, lengths, host),
+                        "kv_cache_append: k_cache.strides");
   if (impl.device.is_cuda()) {
     EXPECT_THROW(kv_cache_append(cache, cache, fresh, fresh, lengths.to(Device::cpu()), host), Error);
   } else {
     // On the CPU the two copies of the lengths are compared.
     std::vector<std::int64_t> stale = {0, 1};
-    EXPECT_THROW(kv_cache_append(cache, cache, fresh, fresh, lengths, stale), Error);
+    EXPECT_ERROR_CONTAINS(kv_cache_append(cache, cache, fresh, fresh, lengths, stale), "kv_cache_append: lengths[1]");
   }
   EXPECT_EQ(host, (std::vector<std::int64_t>{0, 0})) << "a rejected call must not advance the lengths";
 }
@@ -144,7 +151,7 @@ TEST(KvCacheOp, RejectsUnsupportedDtype) {
   Tensor fresh = test::make_poisoned({1, 1, 1, 1}, DType::i32, Device::cpu());
   Tensor lengths = test::make_tensor({0}, {1}, DType::i32, Device::cpu());
   std::vector<std::int64_t> host = {0};
-  EXPECT_THROW(kv_cache_append(cache, cache, fresh, fresh, lengths, host), Error);
+  EXPECT_ERROR_CONTAINS(kv_cache_append(cache, cache, fresh, fresh, lengths, host), "kv_cache_append: dtype on cpu");
 }
 
 INSTANTIATE_TEST_SUITE_P(Impls, KvCacheOp, testing::ValuesIn(test::all_impls()), test::impl_param_name);

@@ -6,6 +6,7 @@
 
 #include "harness/op_harness.h"
 #include "ignis/ops.h"
+#include "model/error_text.h"
 #include "ref/rope.h"
 
 namespace ignis {
@@ -176,32 +177,38 @@ TEST_P(RopeOp, RejectsBadArguments) {
 
   RopeArgs odd = args;
   odd.rotary_dim = 7;
-  EXPECT_THROW(rope_forward(x, freq, y, odd), Error);
+  EXPECT_ERROR_CONTAINS(rope_forward(x, freq, y, odd), "rope_forward: args.rotary_dim");
   RopeArgs too_wide = args;
   too_wide.rotary_dim = 10;
-  EXPECT_THROW(rope_forward(x, test::make_poisoned({5}, DType::f32, dev), y, too_wide), Error);
+  EXPECT_ERROR_CONTAINS(rope_forward(x, test::make_poisoned({5}, DType::f32, dev), y, too_wide),
+                        "rope_forward: args.rotary_dim");
   RopeArgs negative = args;
   negative.position_offset = -1;
-  EXPECT_THROW(rope_forward(x, freq, y, negative), Error);
+  EXPECT_ERROR_CONTAINS(rope_forward(x, freq, y, negative), "rope_forward: args.position_offset");
   RopeArgs narrower = args;
   narrower.rotary_dim = 4;
   EXPECT_THROW(rope_forward(x, freq, y, narrower), Error) << "inv_freq length must be rotary_dim / 2";
-  EXPECT_THROW(rope_forward(x, test::make_poisoned({4}, DType::f64, dev), y, args), Error);
-  EXPECT_THROW(rope_forward(x, test::make_poisoned({2, 2}, DType::f32, dev), y, args), Error);
+  EXPECT_ERROR_CONTAINS(rope_forward(x, test::make_poisoned({4}, DType::f64, dev), y, args),
+                        "rope_forward: inv_freq.dtype");
+  EXPECT_ERROR_CONTAINS(rope_forward(x, test::make_poisoned({2, 2}, DType::f32, dev), y, args),
+                        "rope_forward: inv_freq.shape");
 
   const DType other = impl.dtype == DType::f32 ? DType::f16 : DType::f32;
-  EXPECT_THROW(rope_forward(x, freq, test::make_poisoned({2, 3, 4, 8}, other, dev), args), Error);
-  EXPECT_THROW(rope_forward(x, freq, test::make_poisoned({2, 3, 4, 9}, impl.dtype, dev), args), Error);
-  EXPECT_THROW(rope_forward(x.reshape({6, 4, 8}), freq, y.reshape({6, 4, 8}), args), Error);
+  EXPECT_ERROR_CONTAINS(rope_forward(x, freq, test::make_poisoned({2, 3, 4, 8}, other, dev), args),
+                        "rope_forward: y.dtype");
+  EXPECT_ERROR_CONTAINS(rope_forward(x, freq, test::make_poisoned({2, 3, 4, 9}, impl.dtype, dev), args),
+                        "rope_forward: y.shape");
+  EXPECT_ERROR_CONTAINS(rope_forward(x.reshape({6, 4, 8}), freq, y.reshape({6, 4, 8}), args), "rope_forward: x.dim");
   Tensor strided = Tensor::view(x.data(), impl.dtype, dev, {2, 3, 2, 8}, {96, 32, 16, 1});
-  EXPECT_THROW(rope_forward(strided, freq, strided, args), Error);
-  EXPECT_THROW(rope_backward(x, freq, test::make_poisoned({2, 3, 4, 8}, other, dev), args), Error);
+  EXPECT_ERROR_CONTAINS(rope_forward(strided, freq, strided, args), "rope_forward: x.strides");
+  EXPECT_ERROR_CONTAINS(rope_backward(x, freq, test::make_poisoned({2, 3, 4, 8}, other, dev), args),
+                        "rope_backward: dx.dtype");
 
   RopeArgs offsets = args;
   offsets.batch_offsets = test::make_poisoned({3}, DType::i32, dev);
-  EXPECT_THROW(rope_forward(x, freq, y, offsets), Error);
+  EXPECT_ERROR_CONTAINS(rope_forward(x, freq, y, offsets), "rope_forward: args.batch_offsets.shape");
   offsets.batch_offsets = test::make_poisoned({2}, DType::i64, dev);
-  EXPECT_THROW(rope_forward(x, freq, y, offsets), Error);
+  EXPECT_ERROR_CONTAINS(rope_forward(x, freq, y, offsets), "rope_forward: args.batch_offsets.dtype");
 
   if (dev.is_cuda()) {
     // Every tensor must live on x's device.
@@ -229,7 +236,7 @@ TEST(RopeOp, RejectsUnsupportedDtype) {
   EXPECT_FALSE(rope_supported(Device::cpu(), DType::f64));
   RopeArgs args;
   args.rotary_dim = 4;
-  EXPECT_THROW(rope_forward(x, freq, x, args), Error);
+  EXPECT_ERROR_CONTAINS(rope_forward(x, freq, x, args), "rope_forward: x.dtype on cpu");
 }
 
 INSTANTIATE_TEST_SUITE_P(Impls, RopeOp, testing::ValuesIn(test::all_impls()), test::impl_param_name);

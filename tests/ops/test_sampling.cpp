@@ -9,6 +9,7 @@
 
 #include "harness/op_harness.h"
 #include "ignis/ops.h"
+#include "model/error_text.h"
 #include "ref/sampling.h"
 #include "ref/softmax.h"
 
@@ -288,24 +289,25 @@ TEST_P(SamplingOp, RejectsBadArguments) {
   Tensor out = test::make_poisoned({4, 8}, impl.dtype, impl.device);
   Tensor ids = test::make_poisoned({4}, DType::i32, impl.device);
   const DType other = impl.dtype == DType::f32 ? DType::f16 : DType::f32;
-  EXPECT_THROW(top_k_mask(x, -1, out), Error);
+  EXPECT_ERROR_CONTAINS(top_k_mask(x, -1, out), "top_k_mask: k");
   for (double p : {0.0, -0.1, 1.5, nan}) {
     EXPECT_THROW(top_p_mask(x, p, out), Error) << p;
     EXPECT_THROW(sample(x, {1.0, 0, p, 0, 0}, ids), Error) << p;
   }
   for (double t : {-1.0, nan, kInf}) EXPECT_THROW(sample(x, {t, 0, 1.0, 0, 0}, ids), Error) << t;
-  EXPECT_THROW(sample(x, {1.0, -1, 1.0, 0, 0}, ids), Error);
-  EXPECT_THROW(top_k_mask(x, 2, test::make_poisoned({4, 9}, impl.dtype, impl.device)), Error);
-  EXPECT_THROW(top_k_mask(x, 2, test::make_poisoned({4, 8}, other, impl.device)), Error);
-  EXPECT_THROW(top_p_mask(x, 0.5, test::make_poisoned({32}, impl.dtype, impl.device)), Error);
-  EXPECT_THROW(sample(x, {}, test::make_poisoned({4}, DType::i64, impl.device)), Error);
-  EXPECT_THROW(sample(x, {}, test::make_poisoned({5}, DType::i32, impl.device)), Error);
-  EXPECT_THROW(sample(x, {}, test::make_poisoned({4, 1}, DType::i32, impl.device)), Error);
-  EXPECT_THROW(sample(test::make_poisoned({32}, impl.dtype, impl.device), {}, ids), Error);
-  EXPECT_THROW(sample(test::make_poisoned({4, 0}, impl.dtype, impl.device), {}, ids), Error);
+  EXPECT_ERROR_CONTAINS(sample(x, {1.0, -1, 1.0, 0, 0}, ids), "sample: top_k");
+  EXPECT_ERROR_CONTAINS(top_k_mask(x, 2, test::make_poisoned({4, 9}, impl.dtype, impl.device)),
+                        "top_k_mask: out.shape");
+  EXPECT_ERROR_CONTAINS(top_k_mask(x, 2, test::make_poisoned({4, 8}, other, impl.device)), "top_k_mask: out.dtype");
+  EXPECT_ERROR_CONTAINS(top_p_mask(x, 0.5, test::make_poisoned({32}, impl.dtype, impl.device)), "top_p_mask: out.dim");
+  EXPECT_ERROR_CONTAINS(sample(x, {}, test::make_poisoned({4}, DType::i64, impl.device)), "sample: ids.dtype");
+  EXPECT_ERROR_CONTAINS(sample(x, {}, test::make_poisoned({5}, DType::i32, impl.device)), "sample: ids.shape");
+  EXPECT_ERROR_CONTAINS(sample(x, {}, test::make_poisoned({4, 1}, DType::i32, impl.device)), "sample: ids.dim");
+  EXPECT_ERROR_CONTAINS(sample(test::make_poisoned({32}, impl.dtype, impl.device), {}, ids), "sample: logits.dim");
+  EXPECT_ERROR_CONTAINS(sample(test::make_poisoned({4, 0}, impl.dtype, impl.device), {}, ids), "sample: vocab");
   Tensor strided = Tensor::view(x.data(), impl.dtype, impl.device, {4, 4}, {8, 2});
-  EXPECT_THROW(sample(strided, {}, ids), Error);
-  EXPECT_THROW(top_k_mask(strided, 1, strided), Error);
+  EXPECT_ERROR_CONTAINS(sample(strided, {}, ids), "sample: logits.strides");
+  EXPECT_ERROR_CONTAINS(top_k_mask(strided, 1, strided), "top_k_mask: logits.strides");
   if (cuda_available()) {
     const Device elsewhere = impl.device.is_cpu() ? Device::cuda(0) : Device::cpu();
     EXPECT_THROW(sample(x, {}, test::make_poisoned({4}, DType::i32, elsewhere)), Error);
@@ -327,9 +329,9 @@ TEST(SamplingOp, RejectsUnsupportedDtype) {
   Tensor x = test::make_poisoned({2, 2}, DType::f64, Device::cpu());
   Tensor ids = test::make_poisoned({2}, DType::i32, Device::cpu());
   EXPECT_FALSE(sampling_supported(Device::cpu(), DType::f64));
-  EXPECT_THROW(sample(x, {}, ids), Error);
-  EXPECT_THROW(top_k_mask(x, 1, x), Error);
-  EXPECT_THROW(top_p_mask(x, 0.5, x), Error);
+  EXPECT_ERROR_CONTAINS(sample(x, {}, ids), "sample: logits.dtype on cpu");
+  EXPECT_ERROR_CONTAINS(top_k_mask(x, 1, x), "top_k_mask: logits.dtype on cpu");
+  EXPECT_ERROR_CONTAINS(top_p_mask(x, 0.5, x), "top_p_mask: logits.dtype on cpu");
 }
 
 INSTANTIATE_TEST_SUITE_P(Impls, SamplingOp, testing::ValuesIn(test::all_impls()), test::impl_param_name);
