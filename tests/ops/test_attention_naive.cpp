@@ -9,6 +9,7 @@
 
 #include "harness/op_harness.h"
 #include "ignis/ops.h"
+#include "model/error_text.h"
 #include "ops/attention_case.h"
 #include "ref/attention.h"
 
@@ -171,13 +172,17 @@ TEST_P(AttentionNaiveOp, RejectsBadArguments) {
 
   EXPECT_THROW(attention_naive_forward(t.q, make({1, 7, 2, 16}), t.v, t.o, t.lse, none), Error);  // batch
   EXPECT_THROW(attention_naive_forward(t.q, t.k, make({2, 6, 2, 16}), t.o, t.lse, none), Error);  // v seqlen
-  EXPECT_THROW(attention_naive_forward(t.q, make({2, 7, 2, 8}), make({2, 7, 2, 8}), t.o, t.lse, none), Error);
-  EXPECT_THROW(attention_naive_forward(t.q, t.k, t.v, make({2, 5, 4, 8}), t.lse, none), Error);
+  EXPECT_ERROR_CONTAINS(attention_naive_forward(t.q, make({2, 7, 2, 8}), make({2, 7, 2, 8}), t.o, t.lse, none),
+                        "attention_naive_forward: k.shape");
+  EXPECT_ERROR_CONTAINS(attention_naive_forward(t.q, t.k, t.v, make({2, 5, 4, 8}), t.lse, none),
+                        "attention_naive_forward: o.shape");
   EXPECT_THROW(attention_naive_forward(t.q, t.k, t.v, t.o, make_as({2, 5, 4}, attention_lse_dtype(impl.dtype)), none),
                Error);
   EXPECT_THROW(attention_naive_forward(make({2, 5, 64}), t.k, t.v, t.o, t.lse, none), Error);  // rank
-  EXPECT_THROW(attention_naive_forward(t.q, make({2, 7, 0, 16}), make({2, 7, 0, 16}), t.o, t.lse, none), Error);
-  EXPECT_THROW(attention_naive_forward(t.q, make({2, 0, 2, 16}), make({2, 0, 2, 16}), t.o, t.lse, none), Error);
+  EXPECT_ERROR_CONTAINS(attention_naive_forward(t.q, make({2, 7, 0, 16}), make({2, 7, 0, 16}), t.o, t.lse, none),
+                        "attention_naive_forward: k.size(2) (heads_kv)");
+  EXPECT_ERROR_CONTAINS(attention_naive_forward(t.q, make({2, 0, 2, 16}), make({2, 0, 2, 16}), t.o, t.lse, none),
+                        "attention_naive_forward: k.size(1) (seqlen_k)");
   try {
     attention_naive_forward(t.q, make({2, 7, 3, 16}), make({2, 7, 3, 16}), t.o, t.lse, none);
     ADD_FAILURE() << "heads_q % heads_kv != 0 was accepted";
@@ -185,8 +190,10 @@ TEST_P(AttentionNaiveOp, RejectsBadArguments) {
     EXPECT_STREQ(e.what(), "attention_naive_forward: q.size(2) (heads_q): expected a multiple of heads_kv (3), got 4");
   }
 
-  EXPECT_THROW(attention_naive_forward(t.q, make_as({2, 7, 2, 16}, other), t.v, t.o, t.lse, none), Error);
-  EXPECT_THROW(attention_naive_forward(t.q, t.k, t.v, make_as({2, 5, 4, 16}, other), t.lse, none), Error);
+  EXPECT_ERROR_CONTAINS(attention_naive_forward(t.q, make_as({2, 7, 2, 16}, other), t.v, t.o, t.lse, none),
+                        "attention_naive_forward: k.dtype");
+  EXPECT_ERROR_CONTAINS(attention_naive_forward(t.q, t.k, t.v, make_as({2, 5, 4, 16}, other), t.lse, none),
+                        "attention_naive_forward: o.dtype");
   EXPECT_THROW(attention_naive_forward(t.q, t.k, t.v, t.o, make_as({2, 4, 5}, DType::f16), none), Error);
   Tensor half_q = make_as({2, 5, 4, 16}, DType::f16), half_kv = make_as({2, 7, 2, 16}, DType::f16);
   Tensor f32_lse = make_as({2, 4, 5}, DType::f32);
@@ -199,8 +206,10 @@ TEST_P(AttentionNaiveOp, RejectsBadArguments) {
   const Shape strides = contiguous_strides({2, 5, 4, 32});
   Tensor strided_q = Tensor::view(wide.q.data(), impl.dtype, impl.device, {2, 5, 4, 16}, strides);
   Tensor strided_o = Tensor::view(wide.o.data(), impl.dtype, impl.device, {2, 5, 4, 16}, strides);
-  EXPECT_THROW(attention_naive_forward(strided_q, t.k, t.v, t.o, t.lse, none), Error);
-  EXPECT_THROW(attention_naive_forward(t.q, t.k, t.v, strided_o, t.lse, none), Error);
+  EXPECT_ERROR_CONTAINS(attention_naive_forward(strided_q, t.k, t.v, t.o, t.lse, none),
+                        "attention_naive_forward: q.strides");
+  EXPECT_ERROR_CONTAINS(attention_naive_forward(t.q, t.k, t.v, strided_o, t.lse, none),
+                        "attention_naive_forward: o.strides");
 
   ValidCall too_wide(impl, kAttentionNaiveMaxHeadDim + 1);
   try {

@@ -8,6 +8,7 @@
 
 #include "harness/op_harness.h"
 #include "ignis/ops.h"
+#include "model/error_text.h"
 #include "ref/attention_scores.h"
 #include "ref/gemm.h"
 #include "ref/softmax.h"
@@ -154,9 +155,10 @@ TEST_P(AttentionScoresOp, RejectsBadArguments) {
   EXPECT_THROW(attention_scores(q, k, make({2, 6, 7, 5}), params), Error);                   // s shape
   EXPECT_THROW(attention_scores(make({10, 6, 8}), k, s, params), Error);                     // rank
   const DType other = impl.dtype == DType::f32 ? DType::f16 : DType::f32;
-  EXPECT_THROW(attention_scores(q, test::make_poisoned({2, 7, 3, 8}, other, impl.device), s, params), Error);
+  EXPECT_ERROR_CONTAINS(attention_scores(q, test::make_poisoned({2, 7, 3, 8}, other, impl.device), s, params),
+                        "attention_scores: k.dtype");
   Tensor strided = Tensor::view(k.data(), impl.dtype, impl.device, {2, 7, 3, 4}, {168, 24, 8, 2});
-  EXPECT_THROW(attention_scores(q, strided, s, params), Error);
+  EXPECT_ERROR_CONTAINS(attention_scores(q, strided, s, params), "attention_scores: k.strides");
   EXPECT_THROW(attention_scores(q, k.to(Device::cpu()), s, params), Error);
   EXPECT_THROW(attention_unfused_forward(q, k, make({2, 7, 3, 9}), q, params), Error);  // v shape
   EXPECT_THROW(attention_unfused_forward(q, k, k, make({2, 5, 6, 9}), params), Error);  // o shape

@@ -14,6 +14,7 @@
 
 #include "harness/op_harness.h"
 #include "ignis/ops.h"
+#include "model/error_text.h"
 #include "ops/attention_case.h"
 #include "ref/attention.h"
 
@@ -399,7 +400,8 @@ TEST_P(FlashAttentionOp, RejectsBadArguments) {
 
   EXPECT_THROW(flash_attention_forward(t.q, make({1, 7, 2, 64}), t.v, t.o, t.lse, none), Error);  // batch
   EXPECT_THROW(flash_attention_forward(t.q, t.k, make({2, 6, 2, 64}), t.o, t.lse, none), Error);  // v seqlen
-  EXPECT_THROW(flash_attention_forward(t.q, t.k, t.v, make({2, 5, 4, 128}), t.lse, none), Error);
+  EXPECT_ERROR_CONTAINS(flash_attention_forward(t.q, t.k, t.v, make({2, 5, 4, 128}), t.lse, none),
+                        "flash_attention_forward: o.shape");
   EXPECT_THROW(flash_attention_forward(t.q, t.k, t.v, t.o, test::make_poisoned({2, 5, 4}, DType::f32, impl.device),
                                        none),
                Error);
@@ -411,7 +413,8 @@ TEST_P(FlashAttentionOp, RejectsBadArguments) {
   expect_message([&] { flash_attention_forward(hd80.q, hd80.k, hd80.v, hd80.o, hd80.lse, none); },
                  "flash_attention_forward: q.size(3) (head_dim): expected 64 or 128, got 80");
   ValidCall hd256(impl, 256);
-  EXPECT_THROW(flash_attention_forward(hd256.q, hd256.k, hd256.v, hd256.o, hd256.lse, none), Error);
+  EXPECT_ERROR_CONTAINS(flash_attention_forward(hd256.q, hd256.k, hd256.v, hd256.o, hd256.lse, none),
+                        "flash_attention_forward: q.size(3) (head_dim)");
 
   EXPECT_THROW(flash_attention_forward(t.q, test::make_poisoned({2, 7, 2, 64}, other, impl.device), t.v, t.o, t.lse,
                                        none),
@@ -430,8 +433,10 @@ TEST_P(FlashAttentionOp, RejectsBadArguments) {
   const Shape strides = contiguous_strides({2, 5, 4, 128});
   Tensor strided_q = Tensor::view(wide.q.data(), impl.dtype, impl.device, {2, 5, 4, 64}, strides);
   Tensor strided_o = Tensor::view(wide.o.data(), impl.dtype, impl.device, {2, 5, 4, 64}, strides);
-  EXPECT_THROW(flash_attention_forward(strided_q, t.k, t.v, t.o, t.lse, none), Error);
-  EXPECT_THROW(flash_attention_forward(t.q, t.k, t.v, strided_o, t.lse, none), Error);
+  EXPECT_ERROR_CONTAINS(flash_attention_forward(strided_q, t.k, t.v, t.o, t.lse, none),
+                        "flash_attention_forward: q.strides");
+  EXPECT_ERROR_CONTAINS(flash_attention_forward(t.q, t.k, t.v, strided_o, t.lse, none),
+                        "flash_attention_forward: o.strides");
 
   // Contiguous but not 16-byte aligned: a view starting one element in.
   Tensor shifted_q = Tensor::view(static_cast<char*>(wide.q.data()) + 2, impl.dtype, impl.device, {2, 5, 4, 64});
