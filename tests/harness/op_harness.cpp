@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "harness/max_error.h"
 #include "ignis/float16.h"
 #include "ignis/ops.h"
 
@@ -117,17 +118,17 @@ std::vector<double> read_tensor(const Tensor& t) {
   return out;
 }
 
-static double max_abs_error(const std::vector<double>& a, const std::vector<double>& ref, std::int64_t* worst) {
+// max |a - ref| (take_worse: a NaN is an infinite error), and in *worst the index where it first occurs.
+static double worst_abs_error(const std::vector<double>& a, const std::vector<double>& ref, std::int64_t* worst) {
   double err = 0.0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(ref[i]) && std::isnan(a[i])) continue;
     // Infinities must match exactly; a mismatch counts as an infinite error.
     const double e = (std::isinf(ref[i]) || std::isinf(a[i])) ? (a[i] == ref[i] ? 0.0 : INFINITY)
                                                                : std::abs(a[i] - ref[i]);
-    if (e > err || std::isnan(e)) {
-      err = std::isnan(e) ? INFINITY : e;
-      if (worst) *worst = static_cast<std::int64_t>(i);
-    }
+    const double before = err;
+    take_worse(err, e);
+    if (worst && err != before) *worst = static_cast<std::int64_t>(i);
   }
   return err;
 }
@@ -140,12 +141,12 @@ Verdict judge(const std::vector<double>& got, const std::vector<double>& ref, DT
     if (std::isfinite(r)) scale = std::max(scale, std::abs(r));
   for (std::size_t i = 0; i < got.size() && i < ref.size(); ++i)
     if (std::isnan(got[i]) && !std::isnan(ref[i])) ++v.unwritten;
-  v.max_error = max_abs_error(got, ref, &v.worst_index);
+  v.max_error = worst_abs_error(got, ref, &v.worst_index);
   switch (dtype) {
     case DType::f64: v.allowed = 1e-12 * scale; break;
     case DType::f32: v.allowed = f32_rtol * scale; break;
     case DType::f16:
-    case DType::bf16: v.allowed = 2.0 * max_abs_error(naive, ref, nullptr) + floor * scale; break;
+    case DType::bf16: v.allowed = 2.0 * worst_abs_error(naive, ref, nullptr) + floor * scale; break;
     default: v.allowed = 0.0; break;
   }
   return v;
