@@ -12,7 +12,9 @@ Writes into --out-dir (commit it as tests/engine/data/gpt2_tiny/):
   logits.f32                      float32 little-endian logits [rows, vocab] of the float64 model at
                                   every position of prompt + greedy[:-1] (rows = len(prompt) + 31)
 The C++ test tests/engine/test_gpt2_golden.cpp compares ignis's CPU engine with these.
-Everything is seeded: a rerun gives the same files.
+Everything is seeded: a rerun gives the same files. The seed is the first from SEED on whose greedy run
+has at least MIN_DISTINCT distinct tokens and the same tokens in float32 and float64 (a run that repeats
+one token would let a KV-cache decode bug through).
 """
 import argparse
 import inspect
@@ -28,6 +30,11 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # 
 from transformers import GPT2Config, GPT2LMHeadModel  # noqa: E402
 
 SEED = 1234
+SEED_TRIES = 40
+# Token embeddings of scale 1 (tied with the lm head) pull greedy decoding into repeating one token;
+# smaller scales are tried in turn.
+EMBED_SCALES = (1.0, 0.5, 0.3, 0.2)
+MIN_DISTINCT = 8
 STEPS = 32
 VOCAB_TARGET = 384
 N_LAYER, N_HEAD, N_EMBD, N_POSITIONS = 2, 4, 64, 128
@@ -57,7 +64,7 @@ def train_tokenizer():
     return tok
 
 
-def randomize(model, seed):
+def randomize(model, seed, embed_scale):
     """Replaces the default init (std 0.02: near-uniform attention and logits) with larger
     seeded values, random LayerNorm scales and nonzero biases, so that every term shows."""
     gen = torch.Generator().manual_seed(seed)
@@ -73,7 +80,7 @@ def randomize(model, seed):
             elif name.endswith(".bias"):
                 v = uniform(p.shape, 0.2)
             elif name.endswith(("wte.weight", "lm_head.weight")):  # one tensor when tied
-                v = uniform(p.shape, 1.0)
+                v = uniform(p.shape, embed_scale)
             elif name.endswith("wpe.weight"):
                 v = uniform(p.shape, 0.5)
             elif name.endswith("attn.c_attn.weight"):
@@ -113,6 +120,25 @@ def greedy(model, prompt_ids, steps):
     return tokens
 
 
+def pick_seed(config, prompt_ids):
+    """The first seed from SEED on whose greedy tokens are varied and agree between float32 and float64."""
+    counts = {}
+    for embed_scale in EMBED_SCALES:
+        for seed in range(SEED, SEED + SEED_TRIES):
+            torch.manual_seed(seed)
+            model = GPT2LMHeadModel(config).to(torch.float32).eval()
+            randomize(model, seed, embed_scale)
+            tokens32 = greedy(model, prompt_ids, STEPS)
+            model64 = GPT2LMHeadModel(config).to(torch.float64).eval()
+            model64.load_state_dict({k: v.to(torch.float64) for k, v in model.state_dict().items()})
+            tokens64 = greedy(model64, prompt_ids, STEPS)
+            counts.setdefault(embed_scale, []).append(len(set(tokens64)))
+            if tokens32 == tokens64 and len(set(tokens64)) >= MIN_DISTINCT:
+                print(f"seed {seed}, embedding scale {embed_scale}: {len(set(tokens64))} distinct greedy tokens")
+                return seed, embed_scale, model
+    raise SystemExit(f"no seed in [{SEED}, {SEED + SEED_TRIES}) gives {MIN_DISTINCT} distinct tokens: {counts}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out-dir", required=True)
@@ -139,8 +165,7 @@ def main():
         eos_token_id=eot,
         tie_word_embeddings=True,
     )
-    model = GPT2LMHeadModel(config).to(torch.float32).eval()
-    randomize(model, SEED)
+    seed, embed_scale, model = pick_seed(config, prompt_ids)
     save_model(model, args.out_dir)
 
     # The golden comes from the saved files, so it describes exactly what is committed.
@@ -152,6 +177,7 @@ def main():
     model64, tokens64 = results["float64"]
     fed = prompt_ids + tokens64[:-1]
     assert len(fed) + 1 <= N_POSITIONS
+    assert results["float32"][1] == tokens64 and len(set(tokens64)) >= MIN_DISTINCT, "saved model differs from the pick"
     with torch.no_grad():
         logits = model64(torch.tensor([fed]), use_cache=False).logits[0]
     logits.to(torch.float32).numpy().astype("<f4").tofile(os.path.join(args.out_dir, "logits.f32"))
@@ -161,7 +187,8 @@ def main():
         "transformers_version": transformers.__version__,
         "tokenizers_version": tokenizers.__version__,
         "torch_version": torch.__version__,
-        "seed": SEED,
+        "seed": seed,
+        "embedding_scale": embed_scale,
         "prompt": PROMPT,
         "prompt_ids": prompt_ids,
         "vocab_size": vocab,

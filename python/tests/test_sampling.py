@@ -9,8 +9,8 @@ from helpers import CUDA_DTYPES, NUMPY_DTYPES, bad_arguments_test, cuda_normal, 
 from reference import ref_sample, ref_top_k_mask, ref_top_p_mask, sampling_uniform
 
 # Draws within this fraction of the row total of a decision boundary may go either way between the
-# real-valued rule and the fixed-point one (~4e-9 at most, sampling_rule.h): set aside.
-AMBIGUOUS = 1e-7
+# real-valued rule and the fixed-point one (below 4e-9, sampling_rule.h; 2.5x that here): set aside.
+AMBIGUOUS = 1e-8
 
 
 def test_reference_sampling_hand_values():
@@ -162,11 +162,14 @@ def test_top_p_mask_cuda(cuda, rng, dtype, shape, p):
     assert torch.equal(got[kept], x[kept])
     # The fixed-point rule gives the same mask on every device.
     np.testing.assert_array_equal(cpu_copy(got), ignis.top_p_mask(cpu_copy(x), p))
+    # At p = 0.999 over 262144 tokens the boundary tokens weigh ~3e-8 of the row, so most rows lie
+    # near one: those may keep one token more or less than torch's float64 cumsum, the rest the same count.
     _, margins = ref_top_p_mask(to_numpy64(x), p)
-    assert np.count_nonzero(margins > AMBIGUOUS) >= shape[0] // 2, "too many ambiguous rows to judge"
     clear = torch.from_numpy(margins > AMBIGUOUS).cuda()
     counts = kept.sum(dim=-1)
-    assert torch.equal(counts[clear], torch_top_p_keep(torch, x, p)[clear])
+    want = torch_top_p_keep(torch, x, p)
+    assert torch.equal(counts[clear], want[clear])
+    assert bool(((counts - want).abs() <= 1).all()), "a row near its boundary is off by more than one token"
 
 
 @pytest.mark.parametrize("params", SAMPLE_PARAMS + [dict(temperature=1.0, top_k=1024, top_p=0.9, step=3)], ids=str)

@@ -93,6 +93,15 @@ TEST_F(Gpt2Golden, F32LogitsMatchTransformersWithin1e4) {
               static_cast<long long>(golden_.rows), worst);
 }
 
+// A golden run that repeats one token would let a decode step that ignores the cache pass the test
+// below; scripts/hf_gpt2_golden.py picks its seed for at least 8 distinct tokens.
+TEST_F(Gpt2Golden, GreedyRunHasSeveralDistinctTokens) {
+  std::vector<std::int32_t> distinct = golden_.greedy_float64;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  EXPECT_GE(distinct.size(), 8u);
+}
+
 // Through the generator: prefill, then one token at a time through the KV cache.
 TEST_F(Gpt2Golden, F32GreedyMatchesTransformersFor32Tokens) {
   ASSERT_EQ(golden_.greedy_float32, golden_.greedy_float64) << "the golden run itself is ambiguous";

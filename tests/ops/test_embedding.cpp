@@ -262,8 +262,9 @@ TEST_P(EmbeddingOp, RejectsBadArguments) {
                         "embedding_backward: dout.shape");
   EXPECT_ERROR_CONTAINS(embedding_backward(out, test::make_poisoned({3}, DType::f64, dev), table),
                         "embedding_backward: ids.dtype");
+  // On the CPU only f32 tables exist; on CUDA the other dtype is a valid table that dout does not match.
   EXPECT_ERROR_CONTAINS(embedding_backward(out, ids, test::make_poisoned({10, 8}, other_dtype, dev)),
-                        "embedding_backward: dtable.dtype on cpu");
+                        dev.is_cpu() ? "embedding_backward: dtable.dtype on cpu" : "embedding_backward: dout.dtype");
   Tensor flag = test::make_poisoned({3}, DType::i64, dev);
   EXPECT_ERROR_CONTAINS(embedding_forward_deferred(table, ids, out, test::make_poisoned({3}, DType::i32, dev)),
                         "embedding_forward_deferred: flag.dtype");
