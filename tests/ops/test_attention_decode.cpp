@@ -239,21 +239,34 @@ TEST_P(AttentionDecodeOp, RejectsBadArguments) {
   EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, v, len, o, none, make_as({bytes}, DType::i32)),
                         "workspace");
 
-  EXPECT_THROW(attention_decode_forward(make({2, 2, 4, 16}), k, v, len, make({2, 2, 4, 16}), none), Error);  // seqlen_q
-  EXPECT_THROW(attention_decode_forward(q, make({1, 7, 2, 16}), v, len, o, none), Error);                 // batch
-  EXPECT_THROW(attention_decode_forward(q, k, make({2, 6, 2, 16}), len, o, none), Error);                 // v capacity
-  EXPECT_THROW(attention_decode_forward(q, k, v, len, make({2, 1, 4, 8}), none), Error);                  // o
-  EXPECT_THROW(attention_decode_forward(q, make({2, 7, 3, 16}), make({2, 7, 3, 16}), len, o, none), Error);
-  EXPECT_THROW(attention_decode_forward(make({2, 1, 64}), k, v, len, o, none), Error);  // rank
-  EXPECT_THROW(attention_decode_forward(q, make({2, 0, 2, 16}), make({2, 0, 2, 16}), len, o, none), Error);
-  EXPECT_THROW(attention_decode_forward(q, make_as({2, 7, 2, 16}, other), v, len, o, none), Error);
-  EXPECT_THROW(attention_decode_forward(q, k, v, len, make_as({2, 1, 4, 16}, other), none), Error);
-  EXPECT_THROW(attention_decode_forward(q, k, v, make_as({2}, DType::i64), o, none), Error);  // lengths dtype
-  EXPECT_THROW(attention_decode_forward(q, k, v, make_as({3}, DType::i32), o, none), Error);  // lengths shape
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(make({2, 2, 4, 16}), k, v, len, make({2, 2, 4, 16}), none),
+                        "attention_decode_forward: q.size(1) (seqlen_q)");
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, make({1, 7, 2, 16}), v, len, o, none),
+                        "attention_decode_forward: k_cache.shape");
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, make({2, 6, 2, 16}), len, o, none),
+                        "attention_decode_forward: v_cache.shape");
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, v, len, make({2, 1, 4, 8}), none),
+                        "attention_decode_forward: o.shape");
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, make({2, 7, 3, 16}), make({2, 7, 3, 16}), len, o, none),
+                        "attention_decode_forward: q.size(2) (heads_q)");
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(make({2, 1, 64}), k, v, len, o, none),
+                        "attention_decode_forward: q.dim");
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, make({2, 0, 2, 16}), make({2, 0, 2, 16}), len, o, none),
+                        "attention_decode_forward: k_cache.size(1) (max_seqlen)");
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, make_as({2, 7, 2, 16}, other), v, len, o, none),
+                        "attention_decode_forward: k_cache.dtype");
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, v, len, make_as({2, 1, 4, 16}, other), none),
+                        "attention_decode_forward: o.dtype");
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, v, make_as({2}, DType::i64), o, none),
+                        "attention_decode_forward: seqlens_k.dtype");
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, v, make_as({3}, DType::i32), o, none),
+                        "attention_decode_forward: seqlens_k.shape");
   Tensor host_len = Tensor::view(host_lengths.data(), DType::i32, Device::cpu(), {2});
-  EXPECT_THROW(attention_decode_forward(q, k, v, host_len, o, none), Error);  // lengths device
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, v, host_len, o, none),
+                        "attention_decode_forward: seqlens_k.device");
   Tensor host_k = test::make_poisoned({2, 7, 2, 16}, impl.dtype, Device::cpu());
-  EXPECT_THROW(attention_decode_forward(q, host_k, v, len, o, none), Error);  // cache device
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, host_k, v, len, o, none),
+                        "attention_decode_forward: k_cache.device");
 
   // Head dims the kernel does not take: not a multiple of 8, or past 256.
   for (std::int64_t head_dim : {12, 264}) {
@@ -270,21 +283,22 @@ TEST_P(AttentionDecodeOp, RejectsBadArguments) {
   // Non-contiguous and misaligned views.
   Tensor wide = make({2, 1, 4, 32});
   Tensor strided_q = Tensor::view(wide.data(), impl.dtype, impl.device, {2, 1, 4, 16}, contiguous_strides({2, 1, 4, 32}));
-  EXPECT_THROW(attention_decode_forward(strided_q, k, v, len, o, none), Error);
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(strided_q, k, v, len, o, none), "attention_decode_forward: q.strides");
   Tensor big = make({2 * 7 * 2 * 16 + 8});
   Tensor shifted_k = Tensor::view(static_cast<char*>(big.data()) + dtype_size(impl.dtype), impl.dtype, impl.device,
                                   {2, 7, 2, 16});
-  EXPECT_THROW(attention_decode_forward(q, shifted_k, v, len, o, none), Error);
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, shifted_k, v, len, o, none),
+                        "attention_decode_forward: k_cache.data()");
 
   AttentionParams bad = none;
   bad.window_left = -2;
-  EXPECT_THROW(attention_decode_forward(q, k, v, len, o, bad), Error);
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, v, len, o, bad), "attention_decode_forward: params.window_left");
   bad = none;
   bad.softcap = -1.0;
-  EXPECT_THROW(attention_decode_forward(q, k, v, len, o, bad), Error);
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, v, len, o, bad), "attention_decode_forward: params.softcap");
   bad = none;
   bad.scale = std::numeric_limits<double>::infinity();
-  EXPECT_THROW(attention_decode_forward(q, k, v, len, o, bad), Error);
+  EXPECT_ERROR_CONTAINS(attention_decode_forward(q, k, v, len, o, bad), "attention_decode_forward: params.scale");
 }
 
 TEST(AttentionDecodeOp, RejectsTheCpuAndF64) {

@@ -9,6 +9,7 @@
 
 #include "harness/op_harness.h"
 #include "ignis/ops.h"
+#include "model/error_text.h"
 #include "ref/rope_append.h"
 
 namespace ignis {
@@ -184,33 +185,50 @@ TEST_P(RopeAppendOp, RejectsBadArguments) {
                   const Tensor& kc, const Tensor& vc, const Tensor& len) {
     rope_qkv_append(qkv_, inv_, a, q_, kc, vc, len, host);
   };
-  EXPECT_THROW(call(make({1, 15}, DType::f32), inv_freq, args, q, cache, cache, lengths), Error);
-  EXPECT_THROW(call(make({2, 16}, DType::f32), inv_freq, args, q, cache, cache, lengths), Error);
-  EXPECT_THROW(call(make({1, 16}, DType::bf16), inv_freq, args, q, cache, cache, lengths), Error);
-  EXPECT_THROW(call(qkv, make({3}, DType::f32), args, q, cache, cache, lengths), Error);
-  EXPECT_THROW(call(qkv, make({2}, DType::bf16), args, q, cache, cache, lengths), Error);
+  EXPECT_ERROR_CONTAINS(call(make({1, 15}, DType::f32), inv_freq, args, q, cache, cache, lengths),
+                        "rope_qkv_append: qkv.shape");
+  EXPECT_ERROR_CONTAINS(call(make({2, 16}, DType::f32), inv_freq, args, q, cache, cache, lengths),
+                        "rope_qkv_append: q_out.shape");
+  EXPECT_ERROR_CONTAINS(call(make({1, 16}, DType::bf16), inv_freq, args, q, cache, cache, lengths),
+                        "rope_qkv_append: qkv.dtype");
+  EXPECT_ERROR_CONTAINS(call(qkv, make({3}, DType::f32), args, q, cache, cache, lengths),
+                        "rope_qkv_append: inv_freq.shape");
+  EXPECT_ERROR_CONTAINS(call(qkv, make({2}, DType::bf16), args, q, cache, cache, lengths),
+                        "rope_qkv_append: inv_freq.dtype");
   RopeAppendArgs odd = args;
   odd.rotary_dim = 3;
-  EXPECT_THROW(call(qkv, inv_freq, odd, q, cache, cache, lengths), Error);
+  EXPECT_ERROR_CONTAINS(call(qkv, inv_freq, odd, q, cache, cache, lengths), "rope_qkv_append: args.rotary_dim");
   RopeAppendArgs wide = args;
   wide.rotary_dim = 6;
-  EXPECT_THROW(call(qkv, make({3}, DType::f32), wide, q, cache, cache, lengths), Error);
-  EXPECT_THROW(call(qkv, inv_freq, args, make({1, 2, 5}, impl.dtype), cache, cache, lengths), Error);
-  EXPECT_THROW(call(qkv, inv_freq, args, make({1, 3, 4}, impl.dtype), cache, cache, lengths), Error);
+  EXPECT_ERROR_CONTAINS(call(qkv, make({3}, DType::f32), wide, q, cache, cache, lengths),
+                        "rope_qkv_append: args.rotary_dim");
+  EXPECT_ERROR_CONTAINS(call(qkv, inv_freq, args, make({1, 2, 5}, impl.dtype), cache, cache, lengths),
+                        "rope_qkv_append: q_out.shape");
+  EXPECT_ERROR_CONTAINS(call(qkv, inv_freq, args, make({1, 3, 4}, impl.dtype), cache, cache, lengths),
+                        "rope_qkv_append: qkv.shape");
   const DType other = impl.dtype == DType::f32 ? DType::bf16 : DType::f32;
-  EXPECT_THROW(call(qkv, inv_freq, args, make({1, 2, 4}, other), cache, cache, lengths), Error);
-  EXPECT_THROW(call(qkv, inv_freq, args, q, cache, make({1, 8, 1, 4}, other), lengths), Error);
-  EXPECT_THROW(call(qkv, inv_freq, args, q, cache, make({1, 9, 1, 4}, impl.dtype), lengths), Error);
+  EXPECT_ERROR_CONTAINS(call(qkv, inv_freq, args, make({1, 2, 4}, other), cache, cache, lengths),
+                        "rope_qkv_append: q_out.dtype");
+  EXPECT_ERROR_CONTAINS(call(qkv, inv_freq, args, q, cache, make({1, 8, 1, 4}, other), lengths),
+                        "rope_qkv_append: v_cache.dtype");
+  EXPECT_ERROR_CONTAINS(call(qkv, inv_freq, args, q, cache, make({1, 9, 1, 4}, impl.dtype), lengths),
+                        "rope_qkv_append: v_cache.shape");
   Tensor batch2 = make({2, 8, 1, 4}, impl.dtype);
-  EXPECT_THROW(call(qkv, inv_freq, args, q, batch2, batch2, lengths), Error);
-  EXPECT_THROW(call(qkv, inv_freq, args, q, cache, cache, test::make_tensor({0}, {1}, DType::i64, dev)), Error);
-  EXPECT_THROW(call(qkv, inv_freq, args, q, cache, cache, test::make_tensor({0, 0}, {2}, DType::i32, dev)), Error);
-  EXPECT_THROW(call(qkv, inv_freq, args, q, cache, cache, lengths.to(Device::cpu())), Error);
-  EXPECT_THROW(call(qkv.to(Device::cpu()), inv_freq, args, q, cache, cache, lengths), Error);
+  EXPECT_ERROR_CONTAINS(call(qkv, inv_freq, args, q, batch2, batch2, lengths),
+                        "rope_qkv_append: k_cache.size(0) (batch)");
+  EXPECT_ERROR_CONTAINS(call(qkv, inv_freq, args, q, cache, cache, test::make_tensor({0}, {1}, DType::i64, dev)),
+                        "rope_qkv_append: lengths.dtype");
+  EXPECT_ERROR_CONTAINS(call(qkv, inv_freq, args, q, cache, cache, test::make_tensor({0, 0}, {2}, DType::i32, dev)),
+                        "rope_qkv_append: lengths.shape");
+  EXPECT_ERROR_CONTAINS(call(qkv, inv_freq, args, q, cache, cache, lengths.to(Device::cpu())),
+                        "rope_qkv_append: lengths.device");
+  EXPECT_ERROR_CONTAINS(call(qkv.to(Device::cpu()), inv_freq, args, q, cache, cache, lengths),
+                        "rope_qkv_append: qkv.device");
   Tensor strided = Tensor::view(cache.data(), impl.dtype, dev, {1, 4, 1, 4}, {32, 8, 4, 1});
-  EXPECT_THROW(call(qkv, inv_freq, args, q, strided, strided, lengths), Error);
+  EXPECT_ERROR_CONTAINS(call(qkv, inv_freq, args, q, strided, strided, lengths), "rope_qkv_append: k_cache.strides");
   std::vector<std::int64_t> two = {0, 0};
-  EXPECT_THROW(rope_qkv_append(qkv, inv_freq, args, q, cache, cache, lengths, two), Error);
+  EXPECT_ERROR_CONTAINS(rope_qkv_append(qkv, inv_freq, args, q, cache, cache, lengths, two),
+                        "rope_qkv_append: host_lengths.size()");
   EXPECT_EQ(host, (std::vector<std::int64_t>{0})) << "a rejected call must not advance the length";
   EXPECT_EQ(test::read_tensor(lengths), (std::vector<double>{0}));
 }
@@ -226,7 +244,8 @@ TEST(RopeAppendOp, NotOnTheCpu) {
   std::vector<std::int64_t> host = {0};
   RopeAppendArgs args;
   args.rotary_dim = 2;
-  EXPECT_THROW(rope_qkv_append(qkv, inv_freq, args, q, cache, cache, lengths, host), Error);
+  EXPECT_ERROR_CONTAINS(rope_qkv_append(qkv, inv_freq, args, q, cache, cache, lengths, host),
+                        "rope_qkv_append: k_cache.dtype on cpu");
   EXPECT_EQ(host, (std::vector<std::int64_t>{0}));
 }
 
