@@ -27,9 +27,11 @@ inline std::vector<std::int32_t> some_tokens(std::int64_t n, std::int64_t vocab,
 
 // Largest |got - want| over one logits row, relative to the row's largest |want| (at least 1); infinite
 // where any logit is NaN.
-inline double row_error(std::span<const float> got, const std::vector<double>& want) {
+// want: std::vector<double> (an fp64 reference) or std::span<const float> (another engine's row).
+template <class Want>
+double row_error(std::span<const float> got, const Want& want) {
   double scale = 1.0;
-  for (double w : want) scale = std::max(scale, std::abs(w));
+  for (const auto w : want) scale = std::max(scale, std::abs(static_cast<double>(w)));
   return max_abs_error(got, want) / scale;
 }
 

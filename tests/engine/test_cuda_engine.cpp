@@ -10,6 +10,7 @@
 #include "engine/generator.h"
 #include "engine/hf_golden.h"
 #include "engine/llama_model.h"
+#include "engine/logits_check.h"
 #include "engine/tiny_llama.h"
 #include "harness/max_error.h"
 #include "ignis/device.h"
@@ -18,6 +19,7 @@
 namespace ignis::engine {
 namespace {
 
+using test::some_tokens;
 using test::TinyLlama;
 using test::TinyLlamaSpec;
 
@@ -34,13 +36,6 @@ std::unique_ptr<LlamaModel> load_model(const model::GgufFile& file, Device devic
   options.weights.format = format;
   options.cuda_graphs = graphs;
   return LlamaModel::load(file, options);
-}
-
-std::vector<std::int32_t> some_tokens(std::int64_t n, std::int64_t vocab, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::int32_t> t(static_cast<std::size_t>(n));
-  for (auto& id : t) id = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(vocab));
-  return t;
 }
 
 // Largest |got - want| over a row, relative to the row's largest |want|; infinite where any logit is NaN.

@@ -22,6 +22,7 @@
 namespace ignis::engine {
 namespace {
 
+using test::row_error;
 using test::some_tokens;
 using test::TinyGpt2;
 using test::TinyGpt2Spec;
@@ -47,12 +48,6 @@ std::unique_ptr<Gpt2Model> load_model(const std::string& path, Device device, We
 }
 
 std::vector<float> copy_of(std::span<const float> s) { return {s.begin(), s.end()}; }
-
-// Largest |got - want| over a row, relative to the row's largest |want| (at least 1); infinite where
-// any logit is NaN.
-double row_error(std::span<const float> got, std::span<const float> want) {
-  return test::row_error(got, std::vector<double>(want.begin(), want.end()));
-}
 
 std::int32_t argmax(std::span<const float> row) {
   return static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
