@@ -228,9 +228,9 @@ TEST_P(FusedLinearOp, RejectsBadArguments) {
                         "rmsnorm_matvec: norm_weight.dtype");
   EXPECT_ERROR_CONTAINS(rmsnorm_matvec(x, nw.to(Device::cpu()), w, y, kEps), "rmsnorm_matvec: norm_weight.device");
   EXPECT_ERROR_CONTAINS(rmsnorm_matvec(x, nw, w.to(Device::cpu()), y, kEps), "rmsnorm_matvec: w.device");
-  EXPECT_THROW(rmsnorm_matvec(x.to(Device::cpu()), nw.to(Device::cpu()), w.to(Device::cpu()),
-                              y.to(Device::cpu()), kEps),
-               Error);
+  EXPECT_ERROR_CONTAINS(
+      rmsnorm_matvec(x.to(Device::cpu()), nw.to(Device::cpu()), w.to(Device::cpu()), y.to(Device::cpu()), kEps),
+      "rmsnorm_matvec: x.device");
   EXPECT_ERROR_CONTAINS(rmsnorm_matvec(f32({2, 0}), f32({0}), wt({4, 0}), y, kEps), "rmsnorm_matvec: x.size(1) (in)");
   Tensor strided = Tensor::view(x.data(), DType::f32, dev, {2, 4}, {8, 1});
   EXPECT_ERROR_CONTAINS(rmsnorm_matvec(strided, f32({4}), wt({4, 4}), y, kEps), "rmsnorm_matvec: x.strides");

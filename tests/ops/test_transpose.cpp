@@ -51,7 +51,9 @@ TEST_P(TransposeOp, RejectsBadArguments) {
   EXPECT_ERROR_CONTAINS(transpose(x, test::make_poisoned({2, 5, 3}, other, impl.device)), "transpose: y.dtype");
   Tensor strided = Tensor::view(x.data(), impl.dtype, impl.device, {2, 3, 2}, {15, 5, 2});
   EXPECT_ERROR_CONTAINS(transpose(strided, make({2, 2, 3})), "transpose: x.strides");
-  if (impl.device.is_cuda()) EXPECT_THROW(transpose(x, test::make_poisoned({2, 5, 3}, impl.dtype, Device::cpu())), Error);
+  if (impl.device.is_cuda())
+    EXPECT_ERROR_CONTAINS(transpose(x, test::make_poisoned({2, 5, 3}, impl.dtype, Device::cpu())),
+                          "transpose: y.device");
   try {
     transpose(x, make({2, 3, 5}));
   } catch (const Error& e) {
