@@ -6,6 +6,7 @@
 namespace ignis::cpu {
 namespace {
 
+// c, acc: [n], one row of C and its products.
 void write_row(float* c, const float* acc, std::int64_t n, float alpha, float beta) {
   if (beta == 0.0f) {
     for (std::int64_t j = 0; j < n; ++j) c[j] = alpha * acc[j];
@@ -16,6 +17,7 @@ void write_row(float* c, const float* acc, std::int64_t n, float alpha, float be
 
 // Runs fill_row(z, i, acc) for every row of C, which leaves the n products of row i of batch
 // entry z in acc, then writes the row with alpha and beta.
+// c: [batch, m, n].
 template <class FillRow>
 void for_each_row(float* c, std::int64_t batch, std::int64_t m, std::int64_t n, float alpha, float beta,
                   FillRow fill_row) {

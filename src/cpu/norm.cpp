@@ -8,6 +8,7 @@ namespace {
 
 // Row sums and the sums over rows accumulate in double: a sequential fp32 sum (the CPU has no
 // reduction tree) loses about sqrt(n) ulps over n terms, which long rows would notice.
+// x: [dim], one row.
 float rms_rstd(const float* x, std::int64_t dim, float eps) {
   double ss = 0.0;
   for (std::int64_t c = 0; c < dim; ++c) ss += x[c] * x[c];
@@ -20,6 +21,7 @@ struct Moments {
 };
 
 // Two passes (mean, then squared deviations) so a large common offset does not cancel.
+// x: [dim], one row.
 Moments moments(const float* x, std::int64_t dim, float eps) {
   double sum = 0.0;
   for (std::int64_t c = 0; c < dim; ++c) sum += x[c];

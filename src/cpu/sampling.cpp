@@ -20,6 +20,7 @@ struct RanksBefore {
 // One row's working state: keys, the surviving candidates and their weights.
 class Row {
  public:
+  // x: [n], one row of logits.
   Row(const float* x, std::int64_t n) : x_(x), n_(n), keys_(n), candidates_(n) {
     for (std::int64_t i = 0; i < n; ++i) keys_[i] = order_key(x[i]);
     std::iota(candidates_.begin(), candidates_.end(), 0);

@@ -8,6 +8,7 @@ namespace {
 // 32 x 32 blocks keep both the rows read and the rows written in cache.
 constexpr std::int64_t kBlock = 32;
 
+// x: [batch, rows, cols] -> y: [batch, cols, rows].
 template <class U>
 void transpose_as(const U* x, U* y, std::int64_t batch, std::int64_t rows, std::int64_t cols) {
   for (std::int64_t z = 0; z < batch; ++z) {

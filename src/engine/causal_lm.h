@@ -27,13 +27,14 @@ class CausalLm {
   // Runs `tokens` at positions cache.length(), cache.length() + 1, ... and appends their K/V to
   // the cache. Returns logits [tokens.size(), vocab] when all_logits, else [1, vocab] for the
   // last token, valid until the next call. Throws ignis::Error for no tokens, an id outside
-  // [0, vocab), or "context length exceeded: ..." (the cache is then unchanged).
+  // [0, vocab), or "context length exceeded: ..." (the cache is then unchanged). tokens: [n] ids.
   virtual std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache,
                                          bool all_logits = false) = 0;
 
   // forward, then the next token drawn from the last position's logits (ignis::sample with
   // `params`; params.step tells the steps apart). Throws as forward. This default samples on
   // the host; a model whose logits live on a GPU overrides it so that only the id comes back.
+  // tokens: [n] ids.
   virtual std::int32_t forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
                                       const SamplingParams& params);
 };

@@ -14,11 +14,13 @@
 namespace ignis::engine {
 
 // A Tensor over engine scratch memory, for the ops that take Tensors.
+// data: [shape...] f32.
 inline Tensor cpu_view(const float* data, Shape shape) {
   return Tensor::view(const_cast<float*>(data), DType::f32, Device::cpu(), std::move(shape));
 }
 
 // x += y, elementwise over n values (the residual connections).
+// x, y: [n].
 inline void add_into(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
@@ -39,6 +41,7 @@ inline void check_device_format(const ModelOptions& options, const char* model) 
 
 // The checks every forward(tokens, cache) starts with: some tokens, each in [0, vocab), and a
 // cache of the model's geometry on the model's device.
+// tokens: [n] ids.
 inline void check_forward_inputs(const char* where, std::span<const std::int32_t> tokens, const KvCache& cache,
                                  std::int64_t n_layers, std::int64_t n_kv_heads, std::int64_t head_dim,
                                  std::int64_t vocab, const Device& device = Device::cpu()) {

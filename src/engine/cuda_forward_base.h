@@ -59,7 +59,7 @@ class CudaForwardBase : public CudaForward {
   Stream stream() const { return Stream{stream_}; }
   // For ops whose weights never change: each may start while the kernel before it finishes.
   Stream overlapped() const { return Stream{stream_, true}; }
-  // `shape` over a buffer, from its element `offset` on.
+  // `shape` over a buffer (any shape, contiguous), from its element `offset` on.
   Tensor view(const Tensor& buffer, Shape shape, std::int64_t offset = 0) const;
   // The input of a linear layer: the f32 activations [n, width] themselves, or their bf16 copy.
   const void* linear_input(const Tensor& buffer, std::int64_t n, std::int64_t width);
@@ -74,6 +74,7 @@ class CudaForwardBase : public CudaForward {
 
  private:
   void ensure_buffers(std::int64_t n, std::int64_t logit_rows);
+  // tokens: [n] ids.
   void run(std::span<const std::int32_t> tokens, KvCache& cache, std::int64_t logit_rows);
 
   std::int64_t vocab_, linear_in_width_;

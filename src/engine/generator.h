@@ -58,6 +58,7 @@ class Generator {
   // Generates after `context` (the full context: earlier turns included). Throws ignis::Error
   // for an empty context, bad options, a bad id, or a context longer than the cache
   // ("context length exceeded: ..."); generation that fills the cache stops with context_full.
+  // context: [n] ids.
   GenerationResult generate(std::span<const std::int32_t> context, const GenerateOptions& options,
                             const TokenCallback& on_token = {});
 

@@ -56,6 +56,7 @@ void gemm_rows_f32(const float* w, std::int64_t n, std::int64_t cols, const floa
 #endif
 }
 
+// w: [rows, cols] bf16 bits, x: [m, cols], y: [m, ldy] (as matvec_bf16_avx2).
 void matvec_bf16_scalar(const std::uint16_t* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x,
                         std::int64_t m, float* y, std::int64_t ldy) {
   for (std::int64_t r = r0; r < r1; ++r)
@@ -68,6 +69,7 @@ void matvec_bf16_scalar(const std::uint16_t* w, std::int64_t cols, std::int64_t 
     }
 }
 
+// x: [m, w.cols()], y: [m, w.rows()].
 void matvec_q8_scalar(const LinearWeight& w, std::int64_t r0, std::int64_t r1, const float* x, std::int64_t m,
                       float* y) {
   const std::int64_t cols = w.cols(), blocks = (cols + kQ8Block - 1) / kQ8Block;

@@ -7,6 +7,7 @@ namespace ignis::engine {
 namespace {
 
 // bf16 is the top half of an f32: widen 8 values by zero-extending and shifting left 16 bits.
+// p: [8] bf16 bits.
 inline __m256 load_bf16x8(const std::uint16_t* p) {
   const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
@@ -20,6 +21,7 @@ inline float hsum(__m256 v) {
 }
 
 // M activation rows share each weight load; U independent accumulators per row hide FMA latency.
+// w: [rows, cols] bf16 bits, x: [M, cols], y: [M, ldy].
 template <int M, int U>
 void rows_kernel(const std::uint16_t* w, std::int64_t cols, std::int64_t r0, std::int64_t r1, const float* x,
                  float* y, std::int64_t ldy) {
@@ -56,6 +58,7 @@ void rows_kernel(const std::uint16_t* w, std::int64_t cols, std::int64_t r0, std
 
 // q8: each block of 32 weights is widened and multiplied by its scale in registers, then
 // accumulated in U independent chains per activation row (fewer for more rows: registers).
+// w: [rows, cols] int8, scales: [rows, ceil(cols / 32)], x: [M, cols], y: [M, ldy].
 template <int M, int U = (M == 1 ? 4 : 2)>
 void q8_rows_kernel(const std::int8_t* w, const float* scales, std::int64_t cols, std::int64_t r0, std::int64_t r1,
                     const float* x, float* y, std::int64_t ldy) {

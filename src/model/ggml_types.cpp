@@ -59,6 +59,7 @@ std::uint16_t load_u16(const std::byte* p) {
 float load_f16(const std::byte* p) { return f16_bits_to_float(load_u16(p)); }
 
 // Q8_0: f16 scale d, then 32 signed bytes q; x = q * d.
+// block: [34] bytes; out: [32].
 void dequant_q8_0(const std::byte* block, float* out) {
   const float d = load_f16(block);
   for (int i = 0; i < 32; ++i) out[i] = static_cast<float>(static_cast<std::int8_t>(block[2 + i])) * d;
@@ -66,6 +67,7 @@ void dequant_q8_0(const std::byte* block, float* out) {
 
 // Q4_0: f16 scale d, then 16 bytes; byte j holds element j in its low nibble and element
 // j + 16 in its high nibble; x = (nibble - 8) * d.
+// block: [18] bytes; out: [32].
 void dequant_q4_0(const std::byte* block, float* out) {
   const float d = load_f16(block);
   for (int j = 0; j < 16; ++j) {
@@ -76,6 +78,7 @@ void dequant_q4_0(const std::byte* block, float* out) {
 }
 
 // Q4_1: f16 scale d, f16 offset m, then nibbles laid out as in Q4_0; x = nibble * d + m.
+// block: [20] bytes; out: [32].
 void dequant_q4_1(const std::byte* block, float* out) {
   const float d = load_f16(block);
   const float m = load_f16(block + 2);

@@ -18,6 +18,7 @@ std::size_t row_bytes(std::size_t total, std::int64_t n_heads, std::int64_t head
   return total / rows;
 }
 
+// src, dst: [n_heads * head_dim rows, bytes per row], raw bytes.
 void move_rows(std::span<const std::byte> src, std::span<std::byte> dst, std::int64_t n_heads, std::int64_t head_dim,
                Direction direction, const char* where) {
   check_arg(dst.size() == src.size(), where, "dst size", src.size(), dst.size());
@@ -35,6 +36,7 @@ void move_rows(std::span<const std::byte> src, std::span<std::byte> dst, std::in
   }
 }
 
+// w: [n_heads * head_dim, cols] -> [n_heads * head_dim, cols].
 std::vector<float> move_float_rows(std::span<const float> w, std::int64_t n_heads, std::int64_t head_dim,
                                    Direction direction, const char* where) {
   (void)row_bytes(w.size(), n_heads, head_dim, where);  // reports sizes in floats, not bytes

@@ -52,6 +52,7 @@ const DTypeEntry& entry(SafetensorsDType dtype) {
   throw Error("safetensors: " + source + ": " + message);
 }
 
+// src: [n] values of T as raw bytes; dst: [n].
 template <class T>
 void convert(const std::byte* src, float* dst, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
@@ -61,6 +62,7 @@ void convert(const std::byte* src, float* dst, std::size_t n) {
   }
 }
 
+// src: [n] 16-bit values as raw bytes; dst: [n].
 template <class Decode>
 void convert_u16(const std::byte* src, float* dst, std::size_t n, Decode decode) {
   for (std::size_t i = 0; i < n; ++i) {

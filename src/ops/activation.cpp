@@ -17,6 +17,7 @@ struct Named {
 };
 
 // The first tensor sets the shape, dtype and device; all must be contiguous.
+// tensors: [n...], all of the first's shape.
 void check_elementwise(std::initializer_list<Named> tensors, const char* where) {
   const Named& first = *tensors.begin();
   check_contiguous(first.t, where, first.name);

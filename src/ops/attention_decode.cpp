@@ -26,6 +26,7 @@ namespace {
 constexpr const char* kWhere = "attention_decode_forward";
 
 // The kernels read and write 16-byte packs.
+// t: any shape; only its data pointer is checked.
 void check_aligned(const Tensor& t, const char* name) {
   const auto address = reinterpret_cast<std::uintptr_t>(t.data());
   check_arg(address % 16 == 0, kWhere, std::string(name) + ".data()", "16-byte aligned",

@@ -28,6 +28,7 @@ constexpr const char* kWhere = "attention_naive_forward";
 namespace {
 
 // Checks what both entry points share; k stands for k_cache in the cached one.
+// q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim].
 void check_common(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const AttentionParams& params) {
   check_dim(q, 4, kWhere, "q");
   check_contiguous(q, kWhere, "q");

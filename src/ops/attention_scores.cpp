@@ -19,6 +19,7 @@ bool attention_unfused_supported(Device device, DType dtype) {
 
 namespace {
 
+// t: `shape`, with like's dtype and device, contiguous.
 void check_like(const Tensor& t, const Tensor& like, const Shape& shape, const char* where, const char* name) {
   check_dim(t, static_cast<int>(shape.size()), where, name);
   check_contiguous(t, where, name);

@@ -10,6 +10,7 @@ namespace ignis {
 namespace {
 
 // Reads element i of a floating tensor as double, exactly.
+// data: [n] of `dtype`.
 double load_as_double(const void* data, DType dtype, std::int64_t i) {
   switch (dtype) {
     case DType::f64: return static_cast<const double*>(data)[i];
@@ -21,6 +22,7 @@ double load_as_double(const void* data, DType dtype, std::int64_t i) {
 }
 
 // Stores v into element i; f16/bf16 round from float, as the GPU path does.
+// data: [n] of `dtype`.
 void store_from_double(void* data, DType dtype, std::int64_t i, double v) {
   switch (dtype) {
     case DType::f64: static_cast<double*>(data)[i] = v; break;

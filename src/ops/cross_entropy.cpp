@@ -13,6 +13,7 @@
 namespace ignis {
 namespace {
 
+// t: `shape`, `dtype`, on `device`, contiguous.
 void check_output(const Tensor& t, const Shape& shape, DType dtype, Device device, const char* where,
                   const char* name) {
   check_shape(t, shape, where, name);
@@ -21,6 +22,7 @@ void check_output(const Tensor& t, const Shape& shape, DType dtype, Device devic
   check_contiguous(t, where, name);
 }
 
+// logits: [n, vocab]; targets: [n]; loss: [1]; dlogits: [n, vocab] or undefined; row_loss: [n] or undefined.
 void check_args(const Tensor& logits, const Tensor& targets, const Tensor& loss, const Tensor& dlogits,
                 const Tensor& row_loss, const char* where) {
   check_dim(logits, 2, where, "logits");
@@ -40,6 +42,7 @@ void check_args(const Tensor& logits, const Tensor& targets, const Tensor& loss,
 }
 
 // The host implementation; `targets` holds only pad_id or in-range values.
+// logits, dlogits: [n, vocab] (dlogits may be undefined); targets: [n]; loss: [1]; row_loss: [n] or undefined.
 template <class Id>
 void run_cpu(const Tensor& logits, const Id* targets, std::int64_t pad_id, const Tensor& loss, const Tensor& dlogits,
              const Tensor& row_loss) {

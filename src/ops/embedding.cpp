@@ -16,6 +16,7 @@ namespace {
 // Ids beyond int32 positions or a vocabulary beyond int32 would overflow the CUDA sort keys.
 constexpr std::int64_t kMaxIndex = 2147483647;
 
+// t: [vocab, dim].
 void check_table(const Tensor& t, const char* where, const char* name) {
   check_dim(t, 2, where, name);
   check_contiguous(t, where, name);
@@ -24,6 +25,7 @@ void check_table(const Tensor& t, const char* where, const char* name) {
   check_arg(t.size(0) <= kMaxIndex, where, detail::concat(name, ".shape[0]"), "at most 2^31 - 1", t.size(0));
 }
 
+// ids: [n], on like's device.
 void check_ids(const Tensor& ids, const Tensor& like, const char* where) {
   ops::check_index_tensor(ids, where, "ids");
   check_device(ids, like.device(), where, "ids");
@@ -39,6 +41,7 @@ void check_rows(const Tensor& rows, const Tensor& table, const Tensor& ids, cons
 }
 
 // The checks every entry point shares; rows is out (forward) or dout (backward).
+// table: [vocab, dim], ids: [n], rows: [n, dim].
 void check_args(const Tensor& table, const Tensor& ids, const Tensor& rows, const char* where, const char* table_name,
                 const char* rows_name) {
   check_table(table, where, table_name);
@@ -46,6 +49,7 @@ void check_args(const Tensor& table, const Tensor& ids, const Tensor& rows, cons
   check_rows(rows, table, ids, where, rows_name);
 }
 
+// table: [vocab, dim], ids: [n], out: [n, dim].
 void gather_cpu(const Tensor& table, const Tensor& ids, const Tensor& out) {
   if (ids.dtype() == DType::i32)
     cpu::embedding_forward_f32(table.data_as<const float>(), ids.data_as<const std::int32_t>(), out.data_as<float>(),

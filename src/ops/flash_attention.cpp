@@ -28,12 +28,15 @@ constexpr std::int64_t kMaxSeqlen = std::int64_t{1} << 28;
 // Heads and batch are grid dimensions y and z.
 constexpr std::int64_t kMaxGridYZ = 65535;
 
+// t: any shape; only its data pointer is checked.
 void check_aligned(const Tensor& t, const char* name) {
   const auto address = reinterpret_cast<std::uintptr_t>(t.data());
   check_arg(address % 16 == 0, kWhere, std::string(name) + ".data", "16-byte aligned", address % 16);
 }
 
 // Checks what both entry points share; k stands for k_cache in the cached one.
+// q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim];
+// lse: [batch, heads_q, seqlen_q] or undefined.
 void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                   const AttentionParams& p) {
   check_dim(q, 4, kWhere, "q");

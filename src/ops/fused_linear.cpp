@@ -18,6 +18,7 @@ bool fused_linear_supported(Device device, DType weight_dtype) {
 namespace {
 
 // A rank-2 contiguous tensor on `device`.
+// t: [rows, cols].
 void check_matrix(const Tensor& t, Device device, const char* where, const char* name) {
   check_dim(t, 2, where, name);
   check_contiguous(t, where, name);
@@ -47,6 +48,7 @@ void check_weight(const Tensor& w, const Tensor& x, const char* where, const cha
             "< 2^31", w.size(0));
 }
 
+// norm_weight: [in] f32, x: [n, in].
 void check_norm_weight(const Tensor& norm_weight, const Tensor& x, float eps, const char* where) {
   check_shape(norm_weight, {x.size(1)}, where, "norm_weight");
   check_dtype(norm_weight, DType::f32, where, "norm_weight");
@@ -56,6 +58,7 @@ void check_norm_weight(const Tensor& norm_weight, const Tensor& x, float eps, co
 }
 
 // Every block reads all of x while others write the output: they must not share bytes.
+// out, x: any shapes.
 void check_disjoint(const Tensor& out, const Tensor& x, const char* where, const char* out_name) {
   const auto* o = static_cast<const char*>(out.data());
   const auto* i = static_cast<const char*>(x.data());
@@ -72,6 +75,7 @@ void check_output(const Tensor& y, const Tensor& x, std::int64_t out, const char
 }
 
 #if IGNIS_WITH_CUDA
+// x: [n, in], w: [out, in], y: [n, out].
 cuda::MatvecCall make_call(const Tensor& x, const Tensor& w, const Tensor& y) {
   cuda::MatvecCall call;
   call.x = x.data();

@@ -19,6 +19,7 @@ struct Dims {
   std::int64_t batch, m, n, k;
 };
 
+// a: [batch, m, k], b: [batch, k, n] ([batch, n, k] when trans_b), c: [batch, m, n]; or all without batch.
 Dims check_operands(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_b, const char* where) {
   check_arg(a.dim() == 2 || a.dim() == 3, where, "a.dim", "2 or 3", a.dim());
   const bool batched = a.dim() == 3;
@@ -40,6 +41,7 @@ Dims check_operands(const Tensor& a, const Tensor& b, const Tensor& c, bool tran
   return d;
 }
 
+// a, b, c: as check_operands'.
 void run(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta, bool trans_b,
          [[maybe_unused]] Stream stream) {
   const char* where = trans_b ? "gemm_nt" : "gemm_nn";

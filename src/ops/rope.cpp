@@ -15,6 +15,7 @@ bool rope_supported(Device device, DType dtype) {
 
 namespace {
 
+// x, y: [batch, seqlen, heads, head_dim]; inv_freq: [rotary_dim / 2]; args.batch_offsets: [batch].
 void validate(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const RopeArgs& args, const char* where,
               const char* x_name, const char* y_name) {
   check_dim(x, 4, where, x_name);
@@ -43,6 +44,7 @@ void validate(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const Ro
   }
 }
 
+// x, y: [batch, seqlen, heads, head_dim]; inv_freq: [rotary_dim / 2].
 void apply(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const RopeArgs& args, float sin_sign,
            [[maybe_unused]] Stream stream) {
   if (x.device().is_cpu()) {

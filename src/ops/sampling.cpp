@@ -18,6 +18,7 @@ bool sampling_supported(Device device, DType dtype) {
   return IGNIS_WITH_CUDA && (dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16);
 }
 
+// logits: [rows, vocab].
 static void check_logits(const Tensor& logits, const char* where) {
   check_dim(logits, 2, where, "logits");
   check_contiguous(logits, where, "logits");
@@ -27,6 +28,7 @@ static void check_logits(const Tensor& logits, const char* where) {
             logits.size(1));
 }
 
+// out, logits: [rows, vocab].
 static void check_out(const Tensor& out, const Tensor& logits, const char* where) {
   check_dim(out, 2, where, "out");
   check_contiguous(out, where, "out");
@@ -40,6 +42,7 @@ static void check_top_p(double p, const char* where) {
 }
 
 // A CPU mask that keeps every token is a copy (the CUDA launchers copy on their stream).
+// logits, out: [rows, vocab] f32.
 static void copy_rows(const Tensor& logits, const Tensor& out) {
   if (logits.data() != out.data()) std::copy_n(logits.data_as<const float>(), logits.numel(), out.data_as<float>());
 }

@@ -13,6 +13,7 @@ bool softmax_supported(Device device, DType dtype) {
   return IGNIS_WITH_CUDA && (dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16);
 }
 
+// t, like: [rows, cols].
 static void check_rows(const Tensor& t, const Tensor& like, const char* where, const char* name) {
   check_dim(t, 2, where, name);
   check_contiguous(t, where, name);
@@ -22,6 +23,7 @@ static void check_rows(const Tensor& t, const Tensor& like, const char* where, c
   check_device(t, like.device(), where, name);
 }
 
+// t: [rows, cols].
 static void check_supported(const Tensor& t, const char* where, const char* name) {
   check_arg(softmax_supported(t.device(), t.dtype()), where, detail::concat(name, ".dtype on ", t.device()),
             t.device().is_cpu() ? "f32" : "f32, f16 or bf16", t.dtype());

@@ -24,10 +24,12 @@ struct Index {
   std::int64_t lse(std::int64_t b, std::int64_t h, std::int64_t i) const { return (b * p.heads_q + h) * p.seqlen_q + i; }
 };
 
+// x: [expected], any shape flattened.
 void check_size(std::span<const double> x, std::int64_t expected, const char* where, const char* name) {
   check_arg(static_cast<std::int64_t>(x.size()) == expected, where, std::string(name) + ".size()", expected, x.size());
 }
 
+// q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim].
 void check_inputs(std::span<const double> q, std::span<const double> k, std::span<const double> v,
                   const AttentionParams& p, const char* where) {
   validate_attention(p, where);
@@ -36,6 +38,7 @@ void check_inputs(std::span<const double> q, std::span<const double> k, std::spa
   check_size(v, p.batch * p.seqlen_k * p.heads_kv * p.head_dim, where, "v");
 }
 
+// a, b: [n].
 double dot(const double* a, const double* b, std::int64_t n) {
   double s = 0.0;
   for (std::int64_t d = 0; d < n; ++d) s += a[d] * b[d];
@@ -43,6 +46,7 @@ double dot(const double* a, const double* b, std::int64_t n) {
 }
 
 // The (soft-capped) score of a query row against a key row.
+// q, k: [head_dim], one query row and one key row.
 double score(const double* q, const double* k, const AttentionParams& p) {
   const double s = p.scale * dot(q, k, p.head_dim);
   return p.softcap > 0.0 ? p.softcap * std::tanh(s / p.softcap) : s;

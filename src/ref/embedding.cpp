@@ -4,6 +4,7 @@
 
 namespace ignis::ref {
 
+// ids: [n].
 static void check_ids(std::span<const std::int64_t> ids, std::int64_t vocab, const char* where) {
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= vocab) ops::fail_bad_index(where, "ids", static_cast<std::int64_t>(i), ids[i], vocab);

@@ -8,6 +8,7 @@ namespace ignis::ref {
 namespace {
 
 // x @ w^T (+ c when beta = 1) as one [n, in] x [out, in]^T product.
+// x: [n, in], w: [out, in], c: [n, out] (unread when beta == 0) -> [n, out].
 std::vector<double> linear(std::span<const double> x, std::span<const double> w, std::span<const double> c,
                            const MatvecDims& d, double beta) {
   return gemm_nt(x, w, c, GemmDims{1, d.n, d.out, d.in}, 1.0, beta);

@@ -4,6 +4,7 @@ namespace ignis::ref {
 namespace {
 
 // Shared by NN and NT: only the address of B(p, j) differs.
+// a: [batch, m, k], c: [batch, m, n] (unread when beta == 0) -> [batch, m, n].
 template <class BAt>
 std::vector<double> gemm(std::span<const double> a, std::span<const double> c, const GemmDims& d, double alpha,
                          double beta, BAt b_at) {

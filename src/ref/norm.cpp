@@ -5,7 +5,7 @@
 namespace ignis::ref {
 namespace {
 
-// 1 / sqrt(mean(x^2) + eps) of one row.
+// 1 / sqrt(mean(x^2) + eps) of one row. x: [dim].
 double rms_rstd(const double* x, std::int64_t dim, double eps) {
   double ss = 0.0;
   for (std::int64_t c = 0; c < dim; ++c) ss += x[c] * x[c];
@@ -17,6 +17,7 @@ struct Moments {
   double rstd;  // 1 / sqrt(biased variance + eps)
 };
 
+// x: [dim], one row.
 Moments moments(const double* x, std::int64_t dim, double eps) {
   double sum = 0.0;
   for (std::int64_t c = 0; c < dim; ++c) sum += x[c];

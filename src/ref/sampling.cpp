@@ -13,6 +13,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Indices of one row in rank order: larger logit first, lower index first among equals.
+// row: [n].
 std::vector<std::int64_t> rank_order(const double* row, std::int64_t n) {
   std::vector<std::int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
@@ -20,6 +21,7 @@ std::vector<std::int64_t> rank_order(const double* row, std::int64_t n) {
   return order;
 }
 
+// row: [n].
 std::int64_t argmax(const double* row, std::int64_t n) {
   std::int64_t best = 0;
   for (std::int64_t i = 1; i < n; ++i)
@@ -27,6 +29,7 @@ std::int64_t argmax(const double* row, std::int64_t n) {
   return best;
 }
 
+// row: [n], masked in place.
 void keep_top_k(double* row, std::int64_t n, std::int64_t k) {
   if (k <= 0 || k >= n) return;
   const auto order = rank_order(row, n);
@@ -34,6 +37,7 @@ void keep_top_k(double* row, std::int64_t n, std::int64_t k) {
 }
 
 // Masks the row in place; returns the margin of the top-p boundary (inf when nothing is cut).
+// row: [n].
 double keep_top_p(double* row, std::int64_t n, double p) {
   const double max = row[argmax(row, n)];
   if (p >= 1.0 || max == -kInf) return kInf;

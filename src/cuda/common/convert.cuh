@@ -52,11 +52,13 @@ __device__ __forceinline__ void to_floats(const Pack<T, V> pack, float (&dst)[V]
   }
 }
 
+// src: [V], aligned to sizeof(T) * V bytes.
 template <class T, int V>
 __device__ __forceinline__ void load_floats(const T* src, float (&dst)[V]) {
   to_floats(*reinterpret_cast<const Pack<T, V>*>(src), dst);
 }
 
+// dst: [V], aligned as for load_floats.
 template <class T, int V>
 __device__ __forceinline__ void store_floats(T* dst, const float (&src)[V]) {
   Pack<T, V> pack;

@@ -126,6 +126,7 @@ __device__ __forceinline__ P* slice_cache(const RowSlice& s, int which) {
 
 // Starts copying packs [s.first, s.end) of `row` into `cache`. Thread t copies the packs
 // t, t + blockDim.x, ..., the same ones it later reads, so no barrier is needed after wait_copies.
+// row: [packs], one row; cache: [s.end - s.first].
 template <class P>
 __device__ __forceinline__ void copy_slice(const P* row, const RowSlice& s, P* cache) {
   static_assert(sizeof(P) == 16, "cp.async.cg copies 16 bytes");
@@ -277,6 +278,7 @@ __device__ __forceinline__ float pack_max(const Pack<T, V>& p) {
 
 // The whole row's (max, sum of exp(x - max)) in every thread, from this thread's cached packs
 // (see copy_slice) plus one `extra` value (-inf for none).
+// cache: [s.end - s.first] packs.
 template <class T, int V>
 __device__ SoftmaxState row_softmax_state(const Pack<T, V>* cache, const RowSlice& s, float extra, int cluster,
                                           SoftmaxState* scratch, SoftmaxState* slots) {

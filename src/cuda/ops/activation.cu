@@ -115,6 +115,7 @@ template <class T>
 using MathFor = std::conditional_t<std::is_same_v<T, float>, Accurate, Fast>;
 
 // Computes the V elements of one pack of every input and stores the outputs' packs at item i.
+// out.p[k]: [n], the op's outputs.
 template <class T, int V, class Op>
 __device__ __forceinline__ void compute_store(const Pack<T, V> (&a)[Op::kIn], const Ptrs<T, Op::kOut>& out,
                                               long long i) {
@@ -135,6 +136,7 @@ __device__ __forceinline__ void compute_store(const Pack<T, V> (&a)[Op::kIn], co
 // Items are packs of V elements (V = 1: single elements); thread t of block b takes item
 // b * kThreads + t, and strides by the grid past the grid limit. The tail (< V elements after the
 // last pack) is one element per thread of block 0.
+// in.p[k], out.p[k]: [items * V + tail] each.
 template <class T, int V, class Op>
 __global__ void __launch_bounds__(kThreads)
     elementwise_kernel(Ptrs<const T, Op::kIn> in, Ptrs<T, Op::kOut> out, long long items, int tail) {
@@ -155,6 +157,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// *in[k], *out[k]: [n...], one shape and dtype.
 template <class T, class Op>
 void launch(const Tensor* const (&in)[Op::kIn], const Tensor* const (&out)[Op::kOut], Stream stream) {
   constexpr int V = 16 / sizeof(T);
@@ -182,6 +185,7 @@ void launch(const Tensor* const (&in)[Op::kIn], const Tensor* const (&out)[Op::k
   IGNIS_CHECK_LAUNCH();
 }
 
+// *in[k], *out[k]: [n...], one shape and dtype.
 template <class Op>
 void dispatch(const char* where, const Tensor* const (&in)[Op::kIn], const Tensor* const (&out)[Op::kOut],
               Stream stream) {

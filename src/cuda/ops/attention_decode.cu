@@ -38,7 +38,7 @@ constexpr int kUnroll = 4;
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct DecodeArgs {
-  const int* seqlens;
+  const int* seqlens;  // [batch]
   long long max_seqlen;
   int heads_q, heads_kv;
   int group;      // heads_q / heads_kv
@@ -75,6 +75,8 @@ __device__ __forceinline__ Pack<T, V> zero_pack() {
 // kSlices: 16-byte slices of a row rounded up to a power of two (>= 4); kGroup: query heads a
 // block holds in registers.
 // The register cap keeps 4 (group 4) or 3 (group 8) blocks resident per SM.
+// q: [batch, heads_q, head_dim]; k, v: [batch, max_seqlen, heads_kv, head_dim];
+// part_o: [batch, heads_q, n_chunks, head_dim]; part_ml: [batch, heads_q, n_chunks] (max, sum).
 template <class T, int kSlices, int kGroup>
 __global__ void __launch_bounds__(kThreads, kGroup <= 4 ? 4 : 3)
     decode_split_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -279,6 +281,7 @@ __global__ void __launch_bounds__(kThreads, kGroup <= 4 ? 4 : 3)
 // head_dim for its share of the chunks, then the shares are summed through shared memory.
 constexpr int kCombineTile = 1024;  // chunk weights staged per pass
 
+// part_o: [batch, heads_q, n_chunks, head_dim]; part_ml: [batch, heads_q, n_chunks]; o: [batch, heads_q, head_dim].
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     decode_combine_kernel(const float* __restrict__ part_o, const float2* __restrict__ part_ml, T* __restrict__ o,
@@ -374,6 +377,8 @@ Plan plan_for(std::int64_t batch, std::int64_t max_seqlen, std::int64_t heads_q,
   return p;
 }
 
+// q: [batch, heads_q, head_dim]; k, v: [batch, max_seqlen, heads_kv, head_dim];
+// part_o: [batch, heads_q, n_chunks, head_dim]; part_ml: [batch, heads_q, n_chunks].
 template <class T, int kSlices, int kGroup>
 void launch_split(const T* q, const T* k, const T* v, float* part_o, float2* part_ml, const DecodeArgs& args,
                   dim3 grid, Stream stream) {
@@ -381,6 +386,7 @@ void launch_split(const T* q, const T* k, const T* v, float* part_o, float2* par
   IGNIS_CHECK_LAUNCH();
 }
 
+// q, k, v, part_o, part_ml: as launch_split's.
 template <class T, int kSlices>
 void launch_split_group(int group_tile, const T* q, const T* k, const T* v, float* part_o, float2* part_ml,
                         const DecodeArgs& args, dim3 grid, Stream stream) {
@@ -399,6 +405,8 @@ Layout layout_for(std::int64_t batch, std::int64_t heads_q, std::int64_t head_di
   return {o_bytes, o_bytes + partials * sizeof(float2)};
 }
 
+// q, o: [batch, 1, heads_q, head_dim]; k_cache, v_cache: [batch, max_seqlen, heads_kv, head_dim];
+// seqlens_k: [batch].
 template <class T>
 void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int* seqlens_k, const Tensor& o,
             const AttentionParams& params, void* workspace, Stream stream) {

@@ -60,9 +60,11 @@ struct Args {
   long long window_left, window_right;
   // A KV cache: k/v hold seqlen_k (the capacity) rows per sequence, of which sequence b uses the
   // first seqlens_k[b], read on the device so a captured decode step replays at any length.
-  const int* seqlens_k = nullptr;
+  const int* seqlens_k = nullptr;  // [batch] or null
 };
 
+// q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim];
+// lse: [batch, heads_q, seqlen_q] or null.
 template <class T, class A = typename AccOf<T>::type>
 __global__ void __launch_bounds__(kThreads)
     attention_naive_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -158,6 +160,8 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0 && out_lse) *out_lse = row_max + log_of(denominator);
 }
 
+// q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim];
+// lse: [batch, heads_q, seqlen_q] or no data; seqlens_k: [batch] or null.
 template <class T>
 void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
             const int* seqlens_k, const AttentionParams& params, Stream stream) {

@@ -16,6 +16,7 @@ struct Dims {
   std::int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
 };
 
+// q: [batch, seqlen_q, heads_q, head_dim], k: [batch, seqlen_k, heads_kv, head_dim].
 Dims dims_of(const Tensor& q, const Tensor& k) {
   return {q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3)};
 }
@@ -43,6 +44,8 @@ GemmProblem per_head(const Dims& d, std::int64_t m, std::int64_t n, std::int64_t
   return p;
 }
 
+// q: [batch, seqlen_q, heads_q, head_dim], k: [batch, seqlen_k, heads_kv, head_dim]
+// -> s: [batch, heads_q, seqlen_q, seqlen_k].
 GemmProblem scores_problem(const Tensor& q, const Tensor& k, void* s, const Dims& d,
                            const AttentionScoresParams& params) {
   GemmProblem p = per_head(d, d.seqlen_q, d.seqlen_k, d.head_dim);

@@ -30,6 +30,7 @@ constexpr int kThreads = 128;
 // 8-byte store, as torch's cast; bf16 -> f32: a 32-byte item, two 16-byte stores). It measured
 // as the 16-bytes-of-the-narrower-type items it replaced (1.01 vs 1.00x torch, H100) and is
 // simpler. The tail (< V elements after the last item) is one element per thread of block 0.
+// src, dst: [items * V + tail].
 template <class Dst, class Src, int V>
 __global__ void __launch_bounds__(kThreads)
     cast_kernel(const Src* __restrict__ src, Dst* __restrict__ dst, long long items, int tail) {
@@ -44,6 +45,7 @@ __global__ void __launch_bounds__(kThreads)
   if (first < tail) dst[items * V + first] = convert<Dst>(src[items * V + first]);
 }
 
+// src, dst: [n...], the same shape.
 template <class Dst, class Src>
 void launch(const Tensor& src, const Tensor& dst, Stream stream) {
   const long long n = src.numel();
@@ -64,6 +66,7 @@ void launch(const Tensor& src, const Tensor& dst, Stream stream) {
   IGNIS_CHECK_LAUNCH();
 }
 
+// src, dst: [n...], the same shape.
 template <class Src>
 void launch_from(const Tensor& src, const Tensor& dst, Stream stream) {
   switch (dst.dtype()) {

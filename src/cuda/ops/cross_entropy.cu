@@ -20,6 +20,7 @@ namespace {
 
 constexpr int kUnroll = 4;  // packs in flight per thread in the statistics pass
 
+// targets: [n]; flag: [3] (index_flag.cuh); count: the non-pad targets.
 template <class Id>
 __global__ void count_targets_kernel(const Id* __restrict__ targets, long long n, long long vocab, long long pad,
                                      int* count, long long* flag) {
@@ -45,6 +46,7 @@ struct RowSplit {
   long long body_end;
 };
 
+// row: [cols].
 template <class T, int V>
 __device__ __forceinline__ RowSplit split_row(const T* row, long long cols) {
   if (V == 1) return {0, cols};
@@ -67,6 +69,7 @@ __device__ __forceinline__ void accumulate(SoftmaxState& state, const float (&v)
   state = {m, sum};
 }
 
+// in: [cols], one row.
 template <class T, int V>
 __device__ SoftmaxState row_statistics(const T* __restrict__ in, long long cols, RowSplit split) {
   SoftmaxState state{-INFINITY, 0.0f};
@@ -101,6 +104,7 @@ __device__ __forceinline__ float grad_of(float x, float lse, float inv_count, bo
 
 // logits and dlogits may be one tensor (an in-place gradient): every logit is read before the
 // block's barrier or by the thread that then overwrites it, so they are not __restrict__.
+// logits, dlogits: [n, vocab] (dlogits may be null), a row a block; targets, row_loss: [n].
 template <class T, int V, class Id>
 __global__ void cross_entropy_kernel(const T* logits, const Id* __restrict__ targets, long long vocab, long long pad,
                                      const int* __restrict__ count, T* dlogits, float* __restrict__ row_loss) {
@@ -142,6 +146,7 @@ __global__ void cross_entropy_kernel(const T* logits, const Id* __restrict__ tar
 
 // The cached form of cross_entropy_kernel: `cluster` blocks a row, each caching its slice of the
 // row's whole packs in shared memory; rank 0's first threads also hold the head and tail scalars.
+// logits, dlogits: [n, vocab] (dlogits may be null); targets, row_loss: [n].
 template <class T, int V, class Id>
 __global__ void __launch_bounds__(kRowThreads)
     cross_entropy_cached_kernel(const T* logits, const Id* __restrict__ targets, long long vocab, long long pad,
@@ -207,6 +212,7 @@ __global__ void __launch_bounds__(kRowThreads)
   if (scalar >= 0) grad[scalar] = from_float<T>(grad_of(extra, lse, inv_count, scalar == target));
 }
 
+// row_loss: [n].
 __global__ void mean_loss_kernel(const float* __restrict__ row_loss, long long n, const int* __restrict__ count,
                                  float* __restrict__ loss) {
   __shared__ double scratch[32];
@@ -226,6 +232,7 @@ int threads_for(long long vocab, int vec) {
 
 // Launches the cached kernel when a row's packs fit on chip; false leaves the rows to the
 // streaming kernel.
+// in (logits), grad (dlogits, or null): [n, vocab]; t (targets), rows (row losses): [n].
 template <class T, class Id>
 bool try_cached(const T* in, const Id* t, long long n, long long vocab, long long pad, const int* count, T* grad,
                 float* rows, Stream stream) {
@@ -237,6 +244,7 @@ bool try_cached(const T* in, const Id* t, long long n, long long vocab, long lon
 }
 
 // Step 2: the cached kernel where the rows fit on chip, else the streaming one.
+// in (logits), grad (dlogits, or null): [n, vocab]; t (targets), rows (row losses): [n].
 template <class T, class Id>
 void launch_rows_of(const T* in, const Id* t, long long n, long long vocab, long long pad, const int* count, T* grad,
                     float* rows, Stream stream) {
@@ -253,6 +261,8 @@ void launch_rows_of(const T* in, const Id* t, long long n, long long vocab, long
   IGNIS_CHECK_LAUNCH();
 }
 
+// logits: [n, vocab]; targets: [n]; loss: [1] f32; dlogits: [n, vocab] or undefined; row_loss: [n] f32 or
+// undefined; flag: [3].
 template <class T, class Id>
 void launch(const Tensor& logits, const Tensor& targets, long long pad, const Tensor& loss, const Tensor& dlogits,
             const Tensor& row_loss, long long* flag, Stream stream) {
@@ -271,6 +281,7 @@ void launch(const Tensor& logits, const Tensor& targets, long long pad, const Te
   IGNIS_CHECK_LAUNCH();
 }
 
+// logits: [n, vocab]; targets: [n]; loss: [1]; dlogits: [n, vocab] or undefined; row_loss: [n] or undefined.
 template <class T>
 void launch_any_targets(const Tensor& logits, const Tensor& targets, long long pad, const Tensor& loss,
                         const Tensor& dlogits, const Tensor& row_loss, long long* flag, Stream stream) {

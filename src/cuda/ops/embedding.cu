@@ -50,6 +50,7 @@ __device__ __forceinline__ void store_word(W* p, W v) {
 
 // W: the copy word (uint4, uint2, unsigned or unsigned short); words: row size in words;
 // chunks: ceil(words / kChunkWords), with n * chunks < 2^31 (checked at launch).
+// table: [vocab, words], ids: [n], out: [n, words]; flag: [3] (index_flag.cuh).
 template <class W, class Id, bool kEvictFirst>
 __global__ void __launch_bounds__(kGatherWarps * 32, kGatherBlocksPerSm)
     gather_rows_kernel(const W* __restrict__ table, const Id* __restrict__ ids, W* __restrict__ out, long long n,
@@ -96,6 +97,7 @@ __global__ void __launch_bounds__(kGatherWarps * 32, kGatherBlocksPerSm)
   }
 }
 
+// table: [vocab, dim], ids: [n], out: [n, dim]; flag: [3].
 template <class W, class Id>
 void launch_gather(const Tensor& table, const Tensor& ids, const Tensor& out, long long* flag, Stream stream) {
   const long long n = ids.size(0);
@@ -111,6 +113,7 @@ void launch_gather(const Tensor& table, const Tensor& ids, const Tensor& out, lo
   IGNIS_CHECK_LAUNCH();
 }
 
+// table: [vocab, dim], ids: [n], out: [n, dim]; flag: [3].
 template <class Id>
 void gather_any_width(const Tensor& table, const Tensor& ids, const Tensor& out, long long* flag, Stream stream) {
   const std::size_t row_bytes = static_cast<std::size_t>(table.size(1)) * dtype_size(table.dtype());
@@ -125,6 +128,7 @@ void gather_any_width(const Tensor& table, const Tensor& ids, const Tensor& out,
 }
 
 // Sort keys: the id, or vocab (sorted last, then skipped) for a bad id, which is recorded.
+// ids, keys, positions: [n]; flag: [3].
 template <class Id>
 __global__ void sort_keys_kernel(const Id* __restrict__ ids, long long n, long long vocab, unsigned* keys,
                                  int* positions, long long* flag) {
@@ -138,6 +142,7 @@ __global__ void sort_keys_kernel(const Id* __restrict__ ids, long long n, long l
 }
 
 // One warp per sorted entry; only the warp at the start of a run of equal keys works.
+// dout: [n, dim]; keys, positions: [n], sorted by key; dtable: [vocab, dim].
 template <class T, int V>
 __global__ void sum_runs_kernel(const T* __restrict__ dout, const unsigned* __restrict__ keys,
                                 const int* __restrict__ positions, long long n, long long vocab, long long dim,
@@ -162,6 +167,7 @@ __global__ void sum_runs_kernel(const T* __restrict__ dout, const unsigned* __re
   }
 }
 
+// dout: [n, dim], ids: [n], dtable: [vocab, dim].
 template <class T, class Id>
 bool launch_backward(const Tensor& dout, const Tensor& ids, const Tensor& dtable, Stream stream) {
   constexpr int V = 16 / sizeof(T);
@@ -206,6 +212,7 @@ bool launch_backward(const Tensor& dout, const Tensor& ids, const Tensor& dtable
   return record[0] >= 0;
 }
 
+// dout: [n, dim], ids: [n], dtable: [vocab, dim].
 template <class T>
 bool backward_any_ids(const Tensor& dout, const Tensor& ids, const Tensor& dtable, Stream stream) {
   if (ids.dtype() == DType::i32) return launch_backward<T, std::int32_t>(dout, ids, dtable, stream);

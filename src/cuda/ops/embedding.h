@@ -18,6 +18,7 @@ bool embedding_forward_checked(const Tensor& table, const Tensor& ids, const Ten
 // id was out of range (its contribution is then dropped).
 bool embedding_backward(const Tensor& dout, const Tensor& ids, const Tensor& dtable, Stream stream);
 
+// flag: [3] i64 on the device.
 void clear_index_flag(const Tensor& flag, Stream stream);
 // Waits for `stream`; returns {position, id, vocab}, position -1 when nothing was recorded.
 void read_index_flag(const Tensor& flag, std::int64_t (&record)[3], Stream stream);

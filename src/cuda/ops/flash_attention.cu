@@ -37,12 +37,12 @@ struct Layout {
 };
 
 struct Args {
-  const void* q;
-  const void* k;
-  const void* v;
-  void* o;
-  float* lse;             // null for none
-  const int* seqlens_k;   // null: every sequence has seqlen_k keys
+  const void* q;          // [batch, seqlen_q, heads_q, D]
+  const void* k;          // [batch, seqlen_k, heads_kv, D]
+  const void* v;          // [batch, seqlen_k, heads_kv, D]
+  void* o;                // [batch, seqlen_q, heads_q, D]
+  float* lse;             // [batch, heads_q, seqlen_q], null for none
+  const int* seqlens_k;   // [batch]; null: every sequence has seqlen_k keys
   int seqlen_q, seqlen_k;  // seqlen_k: rows of k and v per sequence (the capacity of a cache)
   int heads_q, heads_kv, group;
   float scale_log2;   // scale * log2(e), without softcap
@@ -83,6 +83,7 @@ __device__ __forceinline__ bool visible(const Args& a, int seqlen_k, int diag, i
 
 // Copies rows [row0, row0 + 64) of one head into a shared tile; rows at or past `rows` become zeros
 // (so masked keys never bring NaN into P V). base: row 0 of the head; row_stride in elements.
+// tile: [64, Layout<D>::kStride] in shared memory; base: [rows, D], rows row_stride elements apart.
 template <class T, int D>
 __device__ __forceinline__ void load_tile(T* tile, const T* base, long long row_stride, int row0, int rows) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
@@ -279,6 +280,8 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
   }
 }
 
+// q, o: [batch, seqlen_q, heads_q, D]; k, v: [batch, seqlen_k, heads_kv, D]; lse: [batch, heads_q, seqlen_q] or
+// undefined; seqlens_k: [batch] or null.
 template <class T, int D>
 void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
             const int* seqlens_k, const AttentionParams& params, Stream stream) {
@@ -315,6 +318,7 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   IGNIS_CHECK_LAUNCH();
 }
 
+// q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; lse, seqlens_k: as launch's.
 template <class T>
 void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                 const int* seqlens_k, const AttentionParams& params, Stream stream) {

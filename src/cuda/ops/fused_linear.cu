@@ -46,22 +46,24 @@ constexpr int kBlocksPerSm = 8;
 constexpr int min_blocks(int nr, int v) { return nr <= 2 && v <= 4 ? 5 : 1; }
 
 struct Params {
-  const void* x;
-  const float* norm_weight;
-  const void* w;
-  const void* w_up;
-  void* y;
+  const void* x;             // [n, in]
+  const float* norm_weight;  // [in] or null
+  const void* w;             // [out, in]
+  const void* w_up;          // [out, in] or null
+  void* y;                   // [n, out]
   int n, in, out;
   int tile;  // x elements staged per pass, a multiple of 8
   float eps;
   bool x_bf16, y_bf16, accumulate;
 };
 
+// x: [n, in], element i of it.
 __device__ __forceinline__ float load_x(const void* x, bool bf16, long long i) {
   return bf16 ? to_float(static_cast<const __nv_bfloat16*>(x)[i]) : static_cast<const float*>(x)[i];
 }
 
 // acc + sum_v pack[v] * xr[v].
+// xr: [V].
 template <class W, int V>
 __device__ __forceinline__ float dot_pack(const Pack<W, V>& pack, const float* xr, float acc) {
   if constexpr (V % 4 == 0) {

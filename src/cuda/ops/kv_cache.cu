@@ -16,6 +16,8 @@ struct alignas(16) Bytes16 {
 };
 
 // One thread per unit of one token row; a row is `row_units` units of U.
+// k_cache, v_cache: [batch, max_seqlen, row_units]; k_new, v_new: [batch, new_tokens, row_units];
+// lengths: [batch].
 template <class U>
 __global__ void append_kernel(U* __restrict__ k_cache, U* __restrict__ v_cache, const U* __restrict__ k_new,
                               const U* __restrict__ v_new, const std::int32_t* __restrict__ lengths, long long batch,
@@ -36,11 +38,14 @@ __global__ void append_kernel(U* __restrict__ k_cache, U* __restrict__ v_cache, 
   }
 }
 
+// lengths: [batch].
 __global__ void advance_kernel(std::int32_t* lengths, long long batch, int new_tokens) {
   const long long b = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (b < batch) lengths[b] += new_tokens;
 }
 
+// k_cache, v_cache: [batch, max_seqlen, heads_kv, head_dim]; k_new, v_new: [batch, new_tokens, heads_kv,
+// head_dim]; lengths: [batch] i32; a token row is row_units units of U.
 template <class U>
 void launch_copy(const Tensor& k_cache, const Tensor& v_cache, const Tensor& k_new, const Tensor& v_new,
                  const Tensor& lengths, long long row_units, Stream stream) {
@@ -54,6 +59,7 @@ void launch_copy(const Tensor& k_cache, const Tensor& v_cache, const Tensor& k_n
   IGNIS_CHECK_LAUNCH();
 }
 
+// t: any shape; only its data pointer is read.
 bool aligned_to(const Tensor& t, std::size_t unit) { return reinterpret_cast<std::uintptr_t>(t.data()) % unit == 0; }
 
 }  // namespace

@@ -47,6 +47,7 @@ constexpr bool kBulkStages = bulk_stage_fills(kKind == Kind::layer, sizeof(T), P
 
 // One pack of the looping backward at column c: turns x into xhat and dy into g = dy * weight,
 // adds dy * xhat and dy to the thread's partial sums, and returns (sum g, sum g * xhat).
+// weight: [dim].
 template <Kind kKind, class T, int V>
 __device__ __forceinline__ float2 backward_pack(float (&xv)[V], float (&gv)[V], RowStats s, const T* weight, int c,
                                                 float (&dw)[V], float (&db)[V]) {
@@ -66,6 +67,7 @@ __device__ __forceinline__ float2 backward_pack(float (&xv)[V], float (&gv)[V], 
 }
 
 // dx for one pack from xhat and g, given the row's mean(g) and mean(g * xhat).
+// out: [dim], one row of dx.
 template <Kind kKind, class T, int V>
 __device__ __forceinline__ void write_dx(const float (&xh)[V], const float (&gv)[V], RowStats s, float2 means, T* out,
                                          int c) {
@@ -153,6 +155,7 @@ __device__ void staged_sum(float4& a, float4& b, float* scratch) {
 
 // The cooperative finish of backward_staged: the grid's blocks sum the [groups, dim] partial rows
 // into dweight (and dbias), C columns at a time. tile: shared memory for sum_columns.
+// dw_part, db_part: [groups, dim]; dweight, dbias: [dim] (db_part, dbias null for RMSNorm).
 template <Kind kKind, class T, int C>
 __device__ void finish_sums(const float* __restrict__ dw_part, const float* __restrict__ db_part, long long groups,
                             int dim, T* __restrict__ dweight, T* __restrict__ dbias, unsigned char* tile) {
@@ -403,6 +406,7 @@ __global__ void __launch_bounds__(kStagedThreads)
 
 // Rows too long for registers: three passes per row (statistics, sums, dx). The block's
 // partial row lives in the workspace; each column is read and written only by its owning thread.
+// x, dy, dx: [rows, dim]; weight: [dim]; dw_part, db_part: [gridDim.x, dim] (db_part null for RMSNorm).
 template <Kind kKind, class T, int V>
 __global__ void __launch_bounds__(1024)
     backward_loop(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
@@ -483,6 +487,7 @@ using LoopBackward = void (*)(const T*, const T*, const T*, T*, float*, float*, 
 
 // Runs backward_staged when the row fits it; false (nothing queued) when it does not or a
 // cluster launch is refused.
+// xp (x), gp (dy), dxp (dx): [rows, dim]; wp (weight), dweight, dbias: [dim] (dbias null for RMSNorm).
 template <Kind kKind, class T>
 bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dweight, T* dbias, long long rows,
                             long long dim, float eps, cudaStream_t s) {
@@ -557,6 +562,7 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   return true;
 }
 
+// x, dy, dx: [rows, dim]; weight, dweight, *dbias: [dim] (dbias null for RMSNorm).
 template <Kind kKind, class T>
 void backward(const char* where, const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dx,
               const Tensor& dweight, const Tensor* dbias, float eps, Stream stream) {
@@ -591,6 +597,7 @@ void backward(const char* where, const Tensor& x, const Tensor& weight, const Te
   sum_partials_into(dw_part, db_part, blocks, dim, dwp, dbp, s);
 }
 
+// x, dy, dx: [rows, dim]; weight, dweight, *dbias: [dim] (dbias null for RMSNorm).
 template <Kind kKind>
 void backward_any(const char* where, const Tensor& x, const Tensor& weight, const Tensor& dy, const Tensor& dx,
                   const Tensor& dweight, const Tensor* dbias, float eps, Stream stream) {

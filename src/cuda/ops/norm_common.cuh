@@ -110,6 +110,7 @@ __device__ __forceinline__ RowStats row_stats(Partial<kKind> all, int dim, float
 // Moments (two passes over its registers) merged into the thread's running Moments, so the row is
 // read once here and once more by the caller's write pass (a two-pass mean-then-deviations would
 // read it a third time). scratch: this row's buffer.
+// in: [dim], one row.
 template <Kind kKind, class T, int V>
 __device__ RowStats looped_stats(const T* in, int dim, float eps, Partial<kKind>* scratch) {
   const int step = blockDim.x * V;

@@ -59,6 +59,7 @@ struct RowGroup {
 
 // Loads the packs of one row at columns column(k), zeros past dim; `streaming`: evict-first loads
 // (the row is read once).
+// in: [dim], one row.
 template <class T, int V, int K, class Column>
 __device__ __forceinline__ void load_row(const T* in, int dim, Column column, bool streaming, Pack<T, V> (&p)[K]) {
 #pragma unroll
@@ -115,6 +116,7 @@ __device__ RowStats register_stats(const Pack<T, V> (&p)[K], int dim, float eps,
 
 // y = (v - mean) * rstd * weight (+ bias) for one pack at column c, written to out + c;
 // `streaming`: an evict-first store (y is not read again by this kernel).
+// weight, bias: [dim] (bias unused for RMSNorm); out: [dim], one row.
 template <Kind kKind, class T, int V>
 __device__ __forceinline__ void write_normalized(float (&v)[V], RowStats s, const T* weight, const T* bias, T* out,
                                                  int c, bool streaming = false) {
@@ -130,6 +132,7 @@ __device__ __forceinline__ void write_normalized(float (&v)[V], RowStats s, cons
 }
 
 // The rows of a register-cached forward (forward_regs and forward_regs_two_an_sm).
+// x, y: [rows, dim]; weight, bias: [dim] (bias null for RMSNorm).
 template <Kind kKind, class T, int V, int K, bool kWarp>
 __device__ __forceinline__ void forward_rows(const T* __restrict__ x, const T* __restrict__ weight,
                                              const T* __restrict__ bias, T* __restrict__ y, long long rows, int dim,
@@ -152,6 +155,7 @@ __device__ __forceinline__ void forward_rows(const T* __restrict__ x, const T* _
   }
 }
 
+// x, y: [rows, dim]; weight, bias: [dim] (bias null for RMSNorm).
 template <Kind kKind, class T, int V, int K, bool kWarp>
 __global__ void __launch_bounds__(kWarp ? kWarpRowThreads : 1024)
     forward_regs(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
@@ -161,6 +165,7 @@ __global__ void __launch_bounds__(kWarp ? kWarpRowThreads : 1024)
 
 // 1024-thread blocks whose registers leave room for two an SM (see forward). A kernel of its own:
 // a second __launch_bounds__ argument, even 1, changes the other instances' register allocation.
+// x, y: [rows, dim]; weight, bias: [dim] (bias null for RMSNorm).
 template <Kind kKind, class T, int V, int K>
 __global__ void __launch_bounds__(1024, 2)
     forward_regs_two_an_sm(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
@@ -169,6 +174,7 @@ __global__ void __launch_bounds__(1024, 2)
 }
 
 // streaming: ignored (this kernel reads each row twice, the second time from L2).
+// x, y: [rows, dim]; weight, bias: [dim] (bias null for RMSNorm).
 template <Kind kKind, class T, int V>
 __global__ void __launch_bounds__(1024) forward_loop(const T* __restrict__ x, const T* __restrict__ weight,
                                                      const T* __restrict__ bias, T* __restrict__ y, long long rows,
@@ -232,6 +238,7 @@ auto with_k(int k, Make make) -> decltype(make(std::integral_constant<int, 1>{})
 template <class T>
 using ForwardKernel = void (*)(const T*, const T*, const T*, T*, long long, int, float, bool);
 
+// x, y: [rows, dim]; weight, *bias: [dim] (bias null for RMSNorm).
 template <Kind kKind, class T>
 void forward(const char* where, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& y, float eps,
              Stream stream) {
@@ -275,6 +282,7 @@ void forward(const char* where, const Tensor& x, const Tensor& weight, const Ten
   IGNIS_CHECK_LAUNCH();
 }
 
+// x, y: [rows, dim]; weight, *bias: [dim] (bias null for RMSNorm).
 template <Kind kKind>
 void forward_any(const char* where, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& y,
                  float eps, Stream stream) {

@@ -36,6 +36,7 @@ struct Add {
 // of the rows over the blocks in rank order (the same bits whatever the timing) and writes it to
 // row blockIdx.x / merge of dw_part / db_part. merge times fewer partial rows to write and to
 // read back. smem: the block's stages, at least 2 * dim floats (a stage holds dim x and dy).
+// dw_part, db_part: [groups / merge, dim] (db_part null for RMSNorm).
 template <Kind kKind, int P, int V>
 __device__ void merge_partials(const float (&dw)[P][V], const float (&db)[P][V], unsigned char* smem,
                                float* __restrict__ dw_part, float* __restrict__ db_part, int dim, int merge) {
@@ -82,6 +83,7 @@ __device__ void merge_partials(const float (&dw)[P][V], const float (&db)[P][V],
 // their latency, so the loads of a batch all issue before the first add). The slices of a warp are
 // then added by shuffles, and thread t < C adds column t's warp sums in order. The block size is a
 // multiple of 32. tile: (blockDim.x / 32) x (C + 1) floats of shared memory.
+// part: [parts, dim]; out: [dim], columns [c0, c0 + C) written.
 template <class T, int W, int C>
 __device__ void sum_columns(const float* __restrict__ part, long long parts, int dim, int c0, T* __restrict__ out,
                             float* tile) {
@@ -150,6 +152,7 @@ __global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
 }
 
 // The partial rows' sums into dweight (and dbias), zeros when there are no parts.
+// dw_part, db_part: [parts, dim]; dweight, dbias: [dim] (db_part, dbias null for RMSNorm).
 template <class T>
 void sum_partials_into(const float* dw_part, const float* db_part, long long parts, long long dim, T* dweight,
                        T* dbias, cudaStream_t s) {

@@ -9,6 +9,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// x: [batch, seqlen, dim], a token row a block; table: [positions, dim]; batch_offsets: [batch] or null.
 template <class T>
 __global__ void position_embedding_kernel(T* __restrict__ x, const T* __restrict__ table, long long seqlen,
                                           long long dim, long long positions, long long position_offset,
@@ -23,6 +24,7 @@ __global__ void position_embedding_kernel(T* __restrict__ x, const T* __restrict
     dst[d] = from_float<T>(to_float(dst[d]) + to_float(src[d]));
 }
 
+// x: [batch, seqlen, dim]; table: [positions, dim]; batch_offsets: [batch] or null.
 template <class T>
 void launch(const Tensor& x, const Tensor& table, std::int64_t position_offset, const std::int32_t* batch_offsets,
             Stream stream) {

@@ -22,6 +22,7 @@ struct RopeGrid {
 };
 
 // N consecutive elements: one aligned pack when kVec, else element by element (odd head_dim).
+// src: [N].
 template <class T, int N, bool kVec>
 __device__ __forceinline__ void load_n(const T* src, float (&dst)[N]) {
   if constexpr (kVec) {
@@ -32,6 +33,7 @@ __device__ __forceinline__ void load_n(const T* src, float (&dst)[N]) {
   }
 }
 
+// dst: [N].
 template <class T, int N, bool kVec>
 __device__ __forceinline__ void store_n(T* dst, const float (&src)[N]) {
   if constexpr (kVec) {
@@ -44,6 +46,7 @@ __device__ __forceinline__ void store_n(T* dst, const float (&src)[N]) {
 
 // N consecutive elements kept as raw storage until used (half the registers of floats for 16-bit types).
 // x is read once: evict-first (.cs) loads leave L2 to y, which the next kernel reads.
+// src: [N].
 template <class T, int N, bool kVec>
 __device__ __forceinline__ void load_raw(const T* src, Pack<T, N>& dst) {
   if constexpr (kVec) {
@@ -69,6 +72,7 @@ constexpr int kMaxGroup = 4;
 
 // x and y are not __restrict__: y may be x (in place; each thread reads and writes only its own
 // elements, all reads first). grid.y indexes head groups of g.heads_per_group <= kMaxGroup heads.
+// x, y: [tokens, heads, head_dim]; inv_freq: [rotary_dim / 2]; batch_offsets: [tokens / seqlen] or null.
 template <class T, bool kInterleaved, bool kVec>
 __global__ void rope_kernel(const T* x, T* y, const float* __restrict__ inv_freq,
                             const int* __restrict__ batch_offsets, RopeGrid g) {
@@ -156,6 +160,7 @@ constexpr long long kTargetThreads = 1 << 18;
 // of 8), i.e. 112 KB of loads in flight an SM with 4 heads of 16-bit packs.
 constexpr int kBlock = 128;
 
+// x, y: [batch, seqlen, heads, head_dim]; inv_freq: [rotary_dim / 2].
 template <class T, bool kInterleaved, bool kVec>
 void launch(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const RopeArgs& args, float sin_sign,
             Stream stream) {
@@ -190,6 +195,7 @@ void launch(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const Rope
   IGNIS_CHECK_LAUNCH();
 }
 
+// x, y: [batch, seqlen, heads, head_dim]; inv_freq: [rotary_dim / 2].
 template <class T>
 void launch_typed(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const RopeArgs& args, float sin_sign,
                   Stream stream) {

@@ -23,12 +23,12 @@ constexpr int kMaxThreads = 1024;
 constexpr int kThreads = 256;
 
 struct Params {
-  const float* qkv;
-  const float* inv_freq;
-  void* q_out;
-  void* k_cache;
-  void* v_cache;
-  int* lengths;
+  const float* qkv;       // [n, (heads_q + 2 * heads_kv) * head_dim]
+  const float* inv_freq;  // [rotary_dim / 2]
+  void* q_out;            // [n, heads_q, head_dim]
+  void* k_cache;          // [max_seqlen, heads_kv, head_dim]
+  void* v_cache;          // [max_seqlen, heads_kv, head_dim]
+  int* lengths;           // [1]
   int n, heads_q, heads_kv, head_dim, rotary_dim, max_seqlen;
   float attention_factor;
   bool advance;  // one-block launch: this kernel advances the length

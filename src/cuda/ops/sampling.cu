@@ -73,8 +73,8 @@ struct Job {
   double scale;  // log2(e) / T
   int bits;
   rule::Plan plan;
-  RowState* rows;
-  RowHist* hists;
+  RowState* rows;   // [rows]
+  RowHist* hists;   // [rows] with several blocks a row, else [1]
   u64* lists;     // [rows, list_cap]
   u64* partials;  // [rows, blocks]
   std::uint64_t table[rule::kExpTableSize];
@@ -122,6 +122,7 @@ __device__ Slice slice_of(const Job& job) {
 
 // f(i, v, valid) for the tokens [lo, hi), called by every lane the same number of times (for the
 // warp-wide histogram and list updates); each warp loads kUnroll tokens a lane before using them.
+// x: [vocab], one row.
 template <class T, class F>
 __device__ void for_slice(const T* x, int lo, int hi, F f) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -140,12 +141,14 @@ __device__ void for_slice(const T* x, int lo, int hi, F f) {
   }
 }
 
+// counts: [kTopBins].
 __device__ void count_bin(unsigned* counts, unsigned bin) {
   const unsigned peers = __match_any_sync(kFullMask, bin);
   if (bin != kNoBin && static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1) atomicAdd(&counts[bin], __popc(peers));
 }
 
 // Appends c to the list where `take`; warp-aggregated, one atomic per warp.
+// list: [cap].
 __device__ void append(u64* list, unsigned* listed, int cap, bool take, u64 c) {
   const unsigned ballot = __ballot_sync(kFullMask, take);
   if (ballot == 0) return;
@@ -205,6 +208,7 @@ __device__ void pick_bin(PassShared& s, int bins, Val val, u64 need) {
 // Among the listed tokens with weight(c) > 0, ranked by order(c) from the largest (orders are
 // distinct), the order of the first at which the running weight reaches need (need <= the total).
 // Radix passes over the bits in which those orders differ; stops once a digit leaves one token.
+// list: [m].
 template <class Order, class Weight>
 __device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, Weight weight, u64 need) {
   u64 all = ~0ull, any = 0;
@@ -286,6 +290,7 @@ struct SliceWeight {
   }
 };
 
+// list: [m].
 template <class F>
 __device__ u64 list_sum(PassShared& s, const u64* list, int m, F weight) {
   u64 sum = 0;
@@ -297,6 +302,7 @@ __device__ Weigh row_weigh(const PassShared& s, const Job& job, const RowState& 
   return Weigh{key_value(static_cast<unsigned>(st.best >> 32)), job.scale, job.bits, s.table};
 }
 
+// logits: [rows, vocab], job.blocks blocks a row; ids: [rows] or null.
 template <class T>
 __global__ void __launch_bounds__(kThreads) scan_kernel(const T* logits, int* ids, const __grid_constant__ Job job) {
   __shared__ PassShared s;
@@ -339,6 +345,7 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(const T* logits, int* id
 }
 
 // Top-p without top-k: weight (and count) histograms of the top digit.
+// logits: [rows, vocab].
 template <class T>
 __global__ void __launch_bounds__(kThreads) weigh_kernel(const T* logits, const __grid_constant__ Job job) {
   __shared__ PassShared s;
@@ -384,6 +391,7 @@ __global__ void __launch_bounds__(kThreads) weigh_kernel(const T* logits, const 
 }
 
 // The last block's part of a top-k sample: every token of the top-k cut is in the list.
+// list: [m].
 __device__ int sample_from_list(PassShared& s, const Job& job, const RowState& st, const u64* list, int m, int row) {
   const Weigh weigh = row_weigh(s, job, st);
   u64 cut = list_select(s, list, m, ByRank{}, One{}, static_cast<u64>(job.k));
@@ -398,6 +406,7 @@ __device__ int sample_from_list(PassShared& s, const Job& job, const RowState& s
   return static_cast<int>(0xffffffffu - static_cast<unsigned>(first));
 }
 
+// logits, out: [rows, vocab] (out null when sampling, may alias logits); ids: [rows] or null.
 template <class T>
 __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* out, int* ids,
                                                            const __grid_constant__ Job job) {
@@ -466,6 +475,7 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
 }
 
 // Sampling without top-k: per-block sums of the kept weights, then the slice holding the draw.
+// logits: [rows, vocab]; ids: [rows].
 template <class T>
 __global__ void __launch_bounds__(kThreads) draw_kernel(const T* logits, int* ids, const __grid_constant__ Job job) {
   __shared__ PassShared s;
@@ -540,11 +550,13 @@ class Workspace {
   Scratch scratch_;
 };
 
+// src, dst: [rows, vocab].
 void copy_async(const Tensor& src, const Tensor& dst, Stream stream) {
   if (src.data() == dst.data()) return;
   IGNIS_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDeviceToDevice, to_cuda(stream)));
 }
 
+// logits, out: [rows, vocab].
 template <class T>
 void launch_top_k(const Tensor& logits, std::int64_t k, const Tensor& out, Stream stream) {
   const long long rows = logits.size(0), vocab = logits.size(1);
@@ -561,6 +573,7 @@ void launch_top_k(const Tensor& logits, std::int64_t k, const Tensor& out, Strea
   IGNIS_CHECK_LAUNCH();
 }
 
+// logits, out: [rows, vocab].
 template <class T>
 void launch_top_p(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out, Stream stream) {
   const long long rows = logits.size(0), vocab = logits.size(1);
@@ -581,6 +594,7 @@ void launch_top_p(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out
   IGNIS_CHECK_LAUNCH();
 }
 
+// logits: [rows, vocab]; ids: [rows] i32.
 template <class T>
 void launch_sample(const Tensor& logits, const rule::Plan& plan, const Tensor& ids, Stream stream) {
   const long long rows = logits.size(0), vocab = logits.size(1);

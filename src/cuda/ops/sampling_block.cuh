@@ -80,6 +80,7 @@ struct KeptMass {
 // Adds v to hist[bin] once per group of lanes with the same bin: heavy bins are the rule for
 // logits, so one atomic per lane would serialise. v < 2^64 is summed in three 21-bit parts so
 // that the 32-bit warp reductions cannot overflow.
+// hist: [kBins].
 __device__ inline void add_to_histogram(u64* hist, unsigned bin, u64 v, unsigned none = kNoBin) {
   const unsigned peers = __match_any_sync(kFullMask, bin);
   if (bin == none) return;
@@ -91,6 +92,7 @@ __device__ inline void add_to_histogram(u64* hist, unsigned bin, u64 v, unsigned
 }
 
 // Histogram over the next digit (at `shift`) of the tokens whose key matches `prefix` under `mask`.
+// x: [n], one row.
 template <class T, class Value>
 __device__ void histogram_pass(Shared& s, const T* x, int n, Value value, unsigned prefix, unsigned mask, int shift) {
   const int lane = threadIdx.x % 32;
@@ -147,6 +149,7 @@ struct Selection {
 };
 
 // Radix select in rank order (larger key first) of the token where the sum of value() reaches need.
+// x: [n], one row.
 template <class T, class Value>
 __device__ Selection radix_select(Shared& s, const T* x, int n, Value value, u64 need) {
   unsigned prefix = 0, mask = 0;
@@ -166,6 +169,7 @@ __device__ Selection radix_select(Shared& s, const T* x, int n, Value value, u64
 }
 
 // Inclusive prefix sum over the block in thread order; `total` receives the block's sum.
+// scan: [32], a slot a warp.
 __device__ inline u64 block_inclusive_scan(u64* scan, u64 v, u64& total) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (int o = 1; o < 32; o <<= 1) {
@@ -189,6 +193,7 @@ __device__ inline u64 block_inclusive_scan(u64* scan, u64 v, u64& total) {
 }
 
 // The first index whose inclusive index-order sum of value() reaches need (n - 1 if none does).
+// x: [n], one row.
 template <class T, class Value>
 __device__ int find_first_reaching(Shared& s, const T* x, int n, Value value, u64 need) {
   if (threadIdx.x == 0) s.found = n - 1;
@@ -230,6 +235,7 @@ __device__ int find_first_reaching(Shared& s, const T* x, int n, Value value, u6
 }
 
 // Largest key, lowest index first among equals.
+// x: [n], one row.
 template <class T>
 __device__ int row_argmax(Shared& s, const T* x, int n) {
   u64 best = 0;
@@ -241,6 +247,7 @@ __device__ int row_argmax(Shared& s, const T* x, int n) {
   return static_cast<int>(0xffffffffu - static_cast<unsigned>(best & 0xffffffffu));
 }
 
+// x: [n], one row.
 template <class T>
 __device__ u64 kept_total(Shared& s, const T* x, int n, const KeptMass& mass) {
   u64 sum = 0;
@@ -251,11 +258,13 @@ __device__ u64 kept_total(Shared& s, const T* x, int n, const KeptMass& mass) {
   return block_reduce(sum, Sum{}, s.scan);
 }
 
+// table: [rule::kExpTableSize].
 __device__ inline void copy_table(Shared& s, const std::uint64_t* table) {
   for (int j = threadIdx.x; j < rule::kExpTableSize; j += blockDim.x) s.table[j] = table[j];
   __syncthreads();
 }
 
+// x: [n], one row.
 template <class T>
 __device__ Cut top_k_cut(Shared& s, const T* x, int n, int k) {
   const Selection sel = radix_select(s, x, n, CountAll{}, static_cast<u64>(k));
@@ -263,6 +272,7 @@ __device__ Cut top_k_cut(Shared& s, const T* x, int n, int k) {
 }
 
 // The shortest rank-order prefix of the k_cut survivors whose weight reaches the top-p target.
+// x: [n], one row.
 template <class T>
 __device__ Cut top_p_cut(Shared& s, const T* x, int n, const Weigh& weigh, Cut k_cut, u64 total, u64 p_fixed) {
   const u64 target = rule::top_p_target(total, p_fixed);
@@ -271,6 +281,7 @@ __device__ Cut top_p_cut(Shared& s, const T* x, int n, const Weigh& weigh, Cut k
 }
 
 // Every pass that reads the row has ended at a barrier, so y may alias x.
+// x, y: [n], one row.
 template <class T>
 __device__ void write_mask(const T* x, T* y, int n, Cut cut) {
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -280,11 +291,13 @@ __device__ void write_mask(const T* x, T* y, int n, Cut cut) {
 }
 
 // The bodies of the one-block kernels, for one row x of n tokens (out row y may alias x).
+// x, y: [n].
 template <class T>
 __device__ void top_k_row(Shared& s, const T* x, T* y, int n, int k) {
   write_mask(x, y, n, top_k_cut(s, x, n, k));
 }
 
+// x, y: [n]; table: [rule::kExpTableSize].
 template <class T>
 __device__ void top_p_row(Shared& s, const T* x, T* y, int n, u64 p_fixed, int bits, const std::uint64_t* table) {
   copy_table(s, table);
@@ -294,6 +307,7 @@ __device__ void top_p_row(Shared& s, const T* x, T* y, int n, u64 p_fixed, int b
   write_mask(x, y, n, cut);
 }
 
+// x: [n], one row; table: [rule::kExpTableSize].
 template <class T>
 __device__ int sample_row(Shared& s, const T* x, int n, const rule::Plan& plan, u64 row, const std::uint64_t* table) {
   const int best = row_argmax(s, x, n);

@@ -15,6 +15,7 @@ namespace ignis::cuda {
 namespace {
 
 // One row per cluster of `cluster` blocks; each block caches its slice in shared memory.
+// x, y: [rows, cols].
 template <class T, int V>
 __global__ void __launch_bounds__(kRowThreads)
     softmax_cached_kernel(const T* __restrict__ x, T* __restrict__ y, long long cols, int cluster) {
@@ -40,6 +41,7 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
+// y, dy, dx: [rows, cols], a row a cluster as in the forward.
 template <class T, int V>
 __global__ void __launch_bounds__(kRowThreads)
     softmax_backward_cached_kernel(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
@@ -82,6 +84,7 @@ __global__ void __launch_bounds__(kRowThreads)
 constexpr int kShortThreads = 128;
 constexpr int kShortPacks = 4;
 
+// x, y: [rows, packs * V], a row a block.
 template <class T, int V>
 __global__ void __launch_bounds__(kShortThreads)
     softmax_short_kernel(const T* __restrict__ x, T* __restrict__ y, long long packs) {
@@ -129,6 +132,7 @@ __global__ void __launch_bounds__(kShortThreads)
 
 // Backward of short rows, the same shape: y and dy packs loaded first, dot = sum(y dy) (one
 // barrier), dx = y (dy - dot) from registers.
+// y, dy, dx: [rows, packs * V].
 template <class T, int V>
 __global__ void __launch_bounds__(kShortThreads)
     softmax_backward_short_kernel(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
@@ -177,6 +181,7 @@ bool short_rows(long long rows, long long packs) {
 }
 
 // Streaming kernels. V elements per thread per step: 16-byte packs when the row allows, else 1.
+// x, y: [rows, cols], a row a block.
 template <class T, int V>
 __global__ void softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, long long cols) {
   __shared__ SoftmaxState scratch[32];
@@ -212,6 +217,7 @@ __global__ void softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ 
   }
 }
 
+// y, dy, dx: [rows, cols], a row a block.
 template <class T, int V>
 __global__ void softmax_backward_kernel(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
                                         long long cols) {
@@ -249,12 +255,14 @@ int threads_for(long long cols, int vec) {
 
 // Launches the cached kernel when the rows are whole 16-byte packs that fit on chip; false leaves
 // them to the streaming kernel.
+// in, out: [rows, cols].
 template <class T, int V>
 bool try_cached_forward(const T* in, T* out, long long rows, long long cols, Stream stream) {
   const RowPlan plan = plan_rows(rows, cols / V, 1);
   return plan.cluster > 0 && launch_rows(softmax_cached_kernel<T, V>, plan, rows, stream, in, out, cols, plan.cluster);
 }
 
+// yp (y), gp (dy), out (dx): [rows, cols].
 template <class T, int V>
 bool try_cached_backward(const T* yp, const T* gp, T* out, long long rows, long long cols, Stream stream) {
   const RowPlan plan = plan_rows(rows, cols / V, 2);
@@ -262,6 +270,7 @@ bool try_cached_backward(const T* yp, const T* gp, T* out, long long rows, long 
          launch_rows(softmax_backward_cached_kernel<T, V>, plan, rows, stream, yp, gp, out, cols, plan.cluster);
 }
 
+// x, y: [rows, cols].
 template <class T>
 void launch_forward(const Tensor& x, const Tensor& y, Stream stream) {
   constexpr int V = 16 / sizeof(T);
@@ -286,6 +295,7 @@ void launch_forward(const Tensor& x, const Tensor& y, Stream stream) {
   IGNIS_CHECK_LAUNCH();
 }
 
+// y, dy, dx: [rows, cols].
 template <class T>
 void launch_backward(const Tensor& y, const Tensor& dy, const Tensor& dx, Stream stream) {
   constexpr int V = 16 / sizeof(T);

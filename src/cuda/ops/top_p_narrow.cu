@@ -78,6 +78,7 @@ struct MaxU32 {
 // A block counts `slice` tokens into a shared histogram of 16-bit counts (two a word: a slice
 // cannot carry one count into its neighbour), then adds its non-empty bins to the row's, and its
 // largest key + 1 to the row's maximum. hist: [rows, kBins], top: [rows], both zeroed.
+// x: [rows, vocab].
 __global__ void __launch_bounds__(kCountThreads) count_values_kernel(const u16* x, int vocab, int slice,
                                                                      unsigned* hist, unsigned* top) {
   __shared__ unsigned max_scratch[32];
@@ -123,6 +124,7 @@ __global__ void __launch_bounds__(kCountThreads) count_values_kernel(const u16* 
 // into mass[]; the scan then runs over contiguous ranges, thread t owning the bins
 // [kBins - (t + 1) * kBinsPerThread, kBins - t * kBinsPerThread), so that an inclusive scan in
 // thread order runs from the highest value down. mass: [rows, kBins] scratch.
+// hist, mass_all: [rows, kBins]; top_keys, cuts: [rows].
 template <class Bits>
 __global__ void __launch_bounds__(kCutThreads) find_cut_kernel(const unsigned* hist, const unsigned* top_keys,
                                                                u64* mass_all, RowCut* cuts,
@@ -188,6 +190,7 @@ __global__ void __launch_bounds__(kCutThreads) find_cut_kernel(const unsigned* h
 }
 
 // ties: [rows, blocks of the mask grid], the tokens equal to the cut value in each block's slice.
+// x: [rows, vocab]; cuts: [rows].
 __global__ void __launch_bounds__(kThreads) count_ties_kernel(const u16* x, int vocab, int slice, const RowCut* cuts,
                                                               unsigned* ties) {
   __shared__ unsigned scratch[32];
@@ -201,6 +204,7 @@ __global__ void __launch_bounds__(kThreads) count_ties_kernel(const u16* x, int 
   if (threadIdx.x == 0) ties[static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x] = n;
 }
 
+// x, y: [rows, vocab]; cuts: [rows]; ties: [rows, gridDim.x].
 template <class Bits>
 __global__ void __launch_bounds__(kThreads) mask_kernel(const u16* x, u16* y, int vocab, int slice,
                                                         const RowCut* cuts, const unsigned* ties) {
@@ -258,6 +262,7 @@ __global__ void __launch_bounds__(kThreads) mask_kernel(const u16* x, u16* y, in
   }
 }
 
+// logits, out: [rows, vocab].
 template <class Bits>
 void launch(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out, Stream stream) {
   const long long rows = logits.size(0), vocab = logits.size(1);

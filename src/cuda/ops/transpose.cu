@@ -14,6 +14,7 @@ namespace {
 constexpr int kTile = 32;
 constexpr int kRowsPerPass = 8;  // a block is 32 x 8 threads; each moves 4 elements
 
+// x: [batch, rows, cols] -> y: [batch, cols, rows].
 template <class U>
 __global__ void __launch_bounds__(kTile* kRowsPerPass)
     transpose_kernel(const U* __restrict__ x, U* __restrict__ y, long long batch, long long rows, long long cols) {
@@ -39,6 +40,7 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass)
   }
 }
 
+// x: [batch, rows, cols] -> y: [batch, cols, rows].
 template <class U>
 void launch(const Tensor& x, const Tensor& y, long long batch, long long rows, long long cols, Stream stream) {
   check_arg(rows <= 65535LL * kTile, "cuda::transpose", "rows", detail::concat("<= ", 65535LL * kTile), rows);
