@@ -55,7 +55,7 @@ __device__ __forceinline__ RowSplit split_row(const T* row, long long cols) {
   return {head, head + (cols - head) / V * V};
 }
 
-// Folds `count` values into the running (max, sum of exp(x - max)).
+// Folds the N values of v into the running (max, sum of exp(x - max)).
 template <int N>
 __device__ __forceinline__ void accumulate(SoftmaxState& state, const float (&v)[N]) {
   float chunk_max = v[0];

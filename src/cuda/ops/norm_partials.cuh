@@ -137,9 +137,9 @@ constexpr long long sum_tile_bytes(long long threads, long long columns = kSumCo
   return threads / 32 * (columns + 1) * 4;
 }
 
-// out[c] = sum over p of part[p, c], in a fixed order, for dweight (blockIdx.y 0) and dbias (1):
-// a block takes kSumColumns columns (so that even 4096-wide rows give every SM a block) in
-// kSumSlices slices of threads (sum_columns). part: [parts, dim]; out: [dim].
+// dweight[c] = sum over p of dw_part[p, c] (blockIdx.y 0), dbias from db_part likewise (1), in a fixed
+// order: a block takes kSumColumns columns (so that even 4096-wide rows give every SM a block) in
+// kSumSlices slices of threads (sum_columns). dw_part, db_part: [parts, dim]; dweight, dbias: [dim].
 template <class T, int W>
 __global__ void __launch_bounds__(kSumColumns / W * kSumSlices)
     sum_partials(const float* __restrict__ dw_part, const float* __restrict__ db_part, int parts, int dim,
