@@ -395,7 +395,7 @@ def run_case(op, shape, dtype, reps, copy_gbs):
     name = f"{op.name} {op.variant}" if op.variant else op.name
     return (
         f"| {name} | {'x'.join(map(str, shape))} | {dtype} | {ignis_gbs:.0f} | {torch_gbs:.0f} | "
-        f"{ignis_gbs / torch_gbs:.2f} | {100 * ignis_gbs / copy_gbs:.0f}% | {same_gbs:.0f} | "
+        f"{ignis_gbs / torch_gbs:.3f} | {100 * ignis_gbs / copy_gbs:.1f}% | {same_gbs:.0f} | "
         f"{100 * ignis_gbs / same_gbs:.0f}% | {diff} |"
     )
 

@@ -4,7 +4,9 @@
 Issue 3 asks that no op be slower than torch at 7B-class sizes and that memory-bound ops reach at
 least 80% of the copy bandwidth measured in the same run (the 512 MiB clone: "ignis % of copy").
 Sampling ops (top-k, top-p, sample) are latency-bound at one to 64 rows: only the torch ratio
-applies to them.
+applies to them. The values are judged as printed (bench_ops.py: the ratio to 3 decimals, % of copy
+to 1), so a cell that rounds up to a target no longer meets it; a cell slower than torch by less than
+1% is marked as within 1%, which at the copy roofline is about the run-to-run spread.
 
     python3 bench/targets.py bench-ops.md      # the cells that miss, and a count
 """
@@ -36,11 +38,11 @@ def misses(rows):
         reasons = []
         ratio = float(row["ignis/torch"])
         if ratio < 1.0:
-            reasons.append(f"{ratio:.2f}x torch")
+            reasons.append(f"{ratio:.3f}x torch" + (" (within 1%)" if ratio >= 0.99 else ""))
         memory_bound = not row["op"].startswith(LATENCY_BOUND)
         copy = float(row["ignis % of copy"].rstrip("%"))
         if memory_bound and copy < COPY_TARGET:
-            reasons.append(f"{copy:.0f}% of copy")
+            reasons.append(f"{copy:.1f}% of copy")
         if reasons:
             out.append((row, reasons))
     return out
