@@ -8,6 +8,7 @@
 
 #include "ignis/error.h"
 #include "model/byte_level.h"
+#include "model/error_text.h"
 #include "model/pretokenizer.h"
 #include "model/unicode_class.h"
 #include "model/utf8.h"
@@ -192,7 +193,7 @@ TEST(PreTokenize, PiecesCoverTheText) {
 TEST(PreTokenize, NamesFromGguf) {
   EXPECT_EQ(pre_tokenizer_from_name("gpt2"), PreTokenizer::Gpt2);
   EXPECT_EQ(pre_tokenizer_from_name("smollm"), PreTokenizer::SmolLM);
-  EXPECT_THROW(pre_tokenizer_from_name("llama-bpe"), Error);
+  EXPECT_ERROR_CONTAINS(pre_tokenizer_from_name("llama-bpe"), "pre-tokenizer 'llama-bpe' not supported");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "harness/finite_diff.h"
 #include "harness/op_harness.h"
 #include "ignis/error.h"
+#include "model/error_text.h"
 #include "ref/attention.h"
 
 namespace ignis {
@@ -303,7 +304,7 @@ TEST(RefAttention, BackwardMatchesFiniteDifferences) {
 TEST(RefAttention, RejectsBadParams) {
   const Inputs in = random_inputs(shape(1, 3, 2, 2, 2, 2), 13);
   auto p = shape(1, 3, 2, 2, 2, 2);
-  EXPECT_THROW(ref::attention_forward(in.q, in.k, in.v, p), Error);  // 3 % 2 != 0
+  EXPECT_ERROR_CONTAINS(ref::attention_forward(in.q, in.k, in.v, p), "ref::attention_forward: heads_q");  // 3 % 2 != 0
   try {
     ref::attention_forward(in.q, in.k, in.v, p);
   } catch (const Error& e) {
@@ -312,18 +313,18 @@ TEST(RefAttention, RejectsBadParams) {
   p = shape(1, 2, 2, 2, 2, 2);
   auto zero = p;
   zero.seqlen_k = 0;
-  EXPECT_THROW(ref::validate_attention(zero, "test"), Error);
+  EXPECT_ERROR_CONTAINS(ref::validate_attention(zero, "test"), "test: seqlen_k");
   zero = p;
   zero.head_dim = 0;
-  EXPECT_THROW(ref::validate_attention(zero, "test"), Error);
+  EXPECT_ERROR_CONTAINS(ref::validate_attention(zero, "test"), "test: head_dim");
   auto bad_window = p;
   bad_window.window_left = -2;
-  EXPECT_THROW(ref::validate_attention(bad_window, "test"), Error);
+  EXPECT_ERROR_CONTAINS(ref::validate_attention(bad_window, "test"), "test: window_left");
   auto bad_cap = p;
   bad_cap.softcap = -1.0;
-  EXPECT_THROW(ref::validate_attention(bad_cap, "test"), Error);
+  EXPECT_ERROR_CONTAINS(ref::validate_attention(bad_cap, "test"), "test: softcap");
   const std::vector<double> short_q(3, 0.0), kv(16, 0.0);
-  EXPECT_THROW(ref::attention_forward(short_q, kv, kv, p), Error);
+  EXPECT_ERROR_CONTAINS(ref::attention_forward(short_q, kv, kv, p), "ref::attention_forward: q.size()");
 }
 
 }  // namespace

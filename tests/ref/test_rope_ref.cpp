@@ -10,6 +10,7 @@
 #include "harness/finite_diff.h"
 #include "harness/op_harness.h"
 #include "ignis/ops/rope.h"
+#include "model/error_text.h"
 #include "ref/rope.h"
 
 namespace ignis {
@@ -126,17 +127,19 @@ TEST(RefRope, PublicInvFreqMatchesReference) {
 }
 
 TEST(RefRope, PublicInvFreqRejectsBadArguments) {
-  EXPECT_THROW(rope_inv_freq(7, 10000.0), Error);
-  EXPECT_THROW(rope_inv_freq(0, 10000.0), Error);
-  EXPECT_THROW(rope_inv_freq(8, 0.0), Error);
-  EXPECT_THROW(rope_inv_freq(2, 10000.0, scaling_of(RopeScalingKind::ntk, 2.0)), Error);
-  EXPECT_THROW(rope_inv_freq(8, 10000.0, scaling_of(RopeScalingKind::linear, 0.0)), Error);
+  EXPECT_ERROR_CONTAINS(rope_inv_freq(7, 10000.0), "rope_inv_freq: rotary_dim");
+  EXPECT_ERROR_CONTAINS(rope_inv_freq(0, 10000.0), "rope_inv_freq: rotary_dim");
+  EXPECT_ERROR_CONTAINS(rope_inv_freq(8, 0.0), "rope_inv_freq: theta");
+  EXPECT_ERROR_CONTAINS(rope_inv_freq(2, 10000.0, scaling_of(RopeScalingKind::ntk, 2.0)),
+                        "rope_inv_freq: rotary_dim (ntk)");
+  EXPECT_ERROR_CONTAINS(rope_inv_freq(8, 10000.0, scaling_of(RopeScalingKind::linear, 0.0)),
+                        "rope_inv_freq: scaling.factor");
   RopeScaling llama = scaling_of(RopeScalingKind::llama3, 8.0);
   llama.high_freq_factor = llama.low_freq_factor;
-  EXPECT_THROW(rope_inv_freq(8, 10000.0, llama), Error);
+  EXPECT_ERROR_CONTAINS(rope_inv_freq(8, 10000.0, llama), "rope_inv_freq: scaling.high_freq_factor");
   RopeScaling yarn = scaling_of(RopeScalingKind::yarn, 4.0);
   yarn.original_max_position_embeddings = 0;
-  EXPECT_THROW(rope_inv_freq(8, 10000.0, yarn), Error);
+  EXPECT_ERROR_CONTAINS(rope_inv_freq(8, 10000.0, yarn), "rope_inv_freq: scaling.original_max_position_embeddings");
   try {
     rope_inv_freq(7, 10000.0);
   } catch (const Error& e) {
