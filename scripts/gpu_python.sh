@@ -6,6 +6,8 @@
 # benchmarks (bench/bench_ops.py and the other bench/bench_*.py but the engine one). Logs and bench-ops.md go to $OUT (when set) or build/gpu-logs.
 #   IGNIS_PY_INSTALL=only   install and stop (scripts/gpu.sh builds while the GPU tests run)
 #   IGNIS_PY_INSTALL=skip   use what an earlier `only` call of this machine session installed
+#   IGNIS_PY_CARRIED=F      unpack F (scripts/pack_python.sh, carried) instead of pip install, when its
+#                           module imports on this machine's Python; else pip install as usual
 #   IGNIS_PYTEST=0          no pytest
 #   IGNIS_BENCH_OPS=a,b     bench_ops.py over these ops only, and no other bench script
 set -uo pipefail
@@ -17,6 +19,17 @@ export PATH="/usr/local/cuda/bin:$PATH" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" PY
 cd "$root"
 
 install="${IGNIS_PY_INSTALL:-}"
+carried="${IGNIS_PY_CARRIED:-}"
+if [ "$install" != skip ] && [ -n "$carried" ]; then
+  rm -rf "$site" && mkdir -p "$site" && tar -C "$site" -xJf "$carried"
+  if PYTHONPATH="$site" python3 -c "import ignis" 2> "$logs/carried-import.log"; then
+    echo "pip install: skipped, carried module of $(cat "$site/REVISION")"
+    [ "$install" = only ] && exit 0
+    install=skip
+  else
+    echo "carried module does not import here ($(tail -1 "$logs/carried-import.log")): pip install"
+  fi
+fi
 if [ "$install" != skip ]; then
   start=$(date +%s)
   if ! python3 -m pip install --no-build-isolation --no-deps --upgrade --target "$site" . > "$logs/pip-install.log" 2>&1; then
