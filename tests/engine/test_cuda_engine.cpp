@@ -14,6 +14,7 @@
 #include "engine/tiny_llama.h"
 #include "harness/max_error.h"
 #include "ignis/device.h"
+#include "model/error_text.h"
 #include "model/model_paths.h"
 
 namespace ignis::engine {
@@ -145,14 +146,16 @@ TEST(CudaEngine, RejectsQ8AndForeignCaches) {
   IGNIS_SKIP_WITHOUT_GPU();
   const TinyLlama m = test::make_tiny_llama({});
   const test::ParsedGguf gguf(test::tiny_llama_gguf(m));
-  EXPECT_THROW(load_model(gguf.file, Device::cuda(0), WeightFormat::q8), Error);
+  EXPECT_ERROR_CONTAINS(load_model(gguf.file, Device::cuda(0), WeightFormat::q8),
+                        "LlamaModel: weights.format: expected f32 or bf16 on cuda:0, got q8");
   auto gpu = load_model(gguf.file, Device::cuda(0), WeightFormat::f32);
   KvCache host_cache(m.spec.layers, 16, m.spec.kv_heads, m.spec.head_dim);
   const std::vector<std::int32_t> one = {1};
-  EXPECT_THROW(gpu->forward(one, host_cache), Error);
+  EXPECT_ERROR_CONTAINS(gpu->forward(one, host_cache),
+                        "LlamaModel::forward: cache: expected a cache made by this model's make_cache");
   KvCache cache = gpu->make_cache(2);
   const std::vector<std::int32_t> three = {1, 2, 3};
-  EXPECT_THROW(gpu->forward(three, cache), Error);  // context length exceeded
+  EXPECT_ERROR_CONTAINS(gpu->forward(three, cache), "context length exceeded: 0 + 3 > 2");
   EXPECT_EQ(cache.length(), 0);
 }
 
