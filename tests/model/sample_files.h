@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "ignis/error.h"
+#include "model/error_text.h"
 #include "model/gguf_writer.h"
 #include "model/safetensors_writer.h"
 
@@ -150,12 +151,14 @@ inline void corrupt_bytes(Bytes& bytes, std::mt19937_64& rng, std::size_t region
   }
 }
 
-// Expects every strict prefix of `full` to make `parse` throw ignis::Error.
+// Expects every strict prefix of `full` to make `parse` throw ignis::Error whose message contains `names`
+// (the format and the source, e.g. "gguf: <memory>: "; what follows differs by prefix).
 template <class Parse>
-void expect_every_prefix_rejected(const Bytes& full, Parse parse) {
+void expect_every_prefix_rejected(const Bytes& full, Parse parse, const std::string& names) {
   for (std::size_t n = 0; n < full.size(); ++n) {
+    SCOPED_TRACE("prefix length " + std::to_string(n));
     const Bytes prefix(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(n));
-    EXPECT_THROW(parse(prefix), Error) << "prefix length " << n;
+    EXPECT_ERROR_CONTAINS(parse(prefix), names);
   }
 }
 

@@ -125,7 +125,8 @@ TEST(Safetensors, RejectsInconsistentTensors) {
 
 TEST(Safetensors, EveryPrefixIsRejected) {
   const Bytes full = test::sample_safetensors();
-  test::expect_every_prefix_rejected(full, [](const Bytes& b) { (void)SafetensorsFile::parse(b); });
+  test::expect_every_prefix_rejected(full, [](const Bytes& b) { (void)SafetensorsFile::parse(b); },
+                                     "safetensors: <memory>: ");
 }
 
 TEST(Safetensors, RandomByteFlipsNeverCrash) {
