@@ -6,7 +6,9 @@
 # variables that an experiment branch's host code reads; main reads none.
 #   IGNIS_KNOB_BENCH="--ops layer_norm_backward --dtypes bf16" IGNIS_KNOB_ROUNDS=2 \
 #     scripts/gpu_knobs.sh base "IGNIS_X_A=1" "IGNIS_X_A=1 IGNIS_X_B=1"
-# "base" is the empty setting. Tables and logs go to $OUT (when set) or build/gpu-logs.
+# "base" is the empty setting. A setting may start with a label and a colon ("fast:IGNIS_X_A=1"), which then names
+# its tables. IGNIS_PY_INSTALL=skip installs nothing (scripts/gpu_modules.sh's settings set PYTHONPATH themselves).
+# Tables and logs go to $OUT (when set) or build/gpu-logs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 logs="${OUT:-$root/build/gpu-logs}"
@@ -24,7 +26,9 @@ for round in $(seq 1 "${IGNIS_KNOB_ROUNDS:-2}"); do
   # (PERF_NOTES session 15), so every setting takes every place.
   for i in "${!settings[@]}"; do
     setting="${settings[$(( (i + round - 1) % ${#settings[@]} ))]}"
-    name="$(printf '%s' "$setting" | sed -e 's/IGNIS_X_//g' | tr -c 'A-Za-z0-9._-' '_')-r$round"
+    label=""
+    if [[ "$setting" =~ ^([A-Za-z0-9_-]+):(.*)$ ]]; then label="${BASH_REMATCH[1]}" setting="${BASH_REMATCH[2]}"; fi
+    name="${label:-$(printf '%s' "$setting" | sed -e 's/IGNIS_X_//g' | tr -c 'A-Za-z0-9._-' '_')}-r$round"
     read -r -a assignments <<< "$([ "$setting" = base ] || printf '%s' "$setting")"
     env ${assignments[@]+"${assignments[@]}"} python3 "$root/bench/bench_ops.py" --out "$logs/knob-$name.md" \
       ${bench_args[@]+"${bench_args[@]}"} > "$logs/knob-$name.log" 2>&1 \

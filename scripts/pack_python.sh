@@ -4,7 +4,8 @@
 # for scripts/gpu_python.sh, gpu.sh or gpu_knobs.sh. The module is built from this working tree in
 # build-py<version>/ with the Python given by IGNIS_DEVICE_PYTHON (default: pyenv's 3.12, the GPU
 # machine's version). REVISION in the archive names the tree it was built from; gpu_python.sh prints it,
-# and falls back to pip install when the module does not import there.
+# and falls back to pip install when the module does not import there. IGNIS_PY_PACK names another archive
+# (a path under the repo root, default python-carry.tar.xz), e.g. one a branch for scripts/gpu_modules.sh.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="${IGNIS_DEVICE_PYTHON:-$(ls -d /root/.pyenv/versions/3.12.*/bin/python3 2>/dev/null | tail -1)}"
@@ -22,6 +23,7 @@ stage="$(mktemp -d)"
 cp "$build"/python/ignis.cpython-*.so "$stage/"
 strip "$stage"/ignis.cpython-*.so
 printf '%s\n' "$(git -C "$root" describe --always --dirty)" > "$stage/REVISION"
-tar -C "$stage" -cf - . | xz -T2 -6 > "$root/python-carry.tar.xz"
+pack="$root/${IGNIS_PY_PACK:-python-carry.tar.xz}"
+tar -C "$stage" -cf - . | xz -T2 -6 > "$pack"
 rm -rf "$stage"
-ls -la "$root/python-carry.tar.xz"
+ls -la "$pack"
