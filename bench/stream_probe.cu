@@ -4,7 +4,8 @@
 // with and without writing a row of dx. Built by hand, run on the GPU machine from the repo root:
 //   nvcc -std=c++17 -O2 -arch=sm_90a -I src -o /tmp/stream_probe bench/stream_probe.cu && /tmp/stream_probe
 // `stream_probe ring` runs only the configurations that locate the ring's loss (and `mixed`: x
-// through the ring, dy loaded a row ahead into registers).
+// through the ring, dy loaded a row ahead into registers); `stream_probe align` the ring 0-128 bytes
+// past a 128-byte line (the "ring" column: its shared address modulo 128).
 // Prints one line a configuration: GB/s over the whole span (x and dy read, dx written) and from
 // CUDA events, per-SM GB/s (min, 10th percentile, median, max), when the median and the last block
 // ended (us), and the slowest SMs. Results: docs/PERF_NOTES.md session 10.
@@ -40,6 +41,7 @@ __device__ unsigned long long now_ns() {
 struct Record {
   unsigned long long start, end;
   unsigned sm;
+  unsigned ring;  // the ring's shared-memory address
 };
 
 enum Fill { kBulk = 0, kCpAsync = 1, kLoads = 2, kRegs = 3, kMixed = 4 };
@@ -49,10 +51,13 @@ enum Fill { kBulk = 0, kCpAsync = 1, kLoads = 2, kRegs = 3, kMixed = 4 };
 // reads its stage), takes one block barrier a row, and with `write` stores a row of dx. kBulk:
 // thread 0 refills the stage after the barrier (the backward's bulk path); kCpAsync: each thread
 // refills its own packs before waiting (the backward's cp.async path); kLoads: no stages, each
-// thread loads its packs of the row into registers.
+// thread loads its packs of the row into registers. The ring starts `shift` bytes (a multiple of 16) into the
+// dynamic shared memory, to see what its alignment costs.
 __global__ void __launch_bounds__(1024) stream_rows(const uint4* x, const uint4* dy, uint4* dx, long long rows,
-                                                    int row_packs, int stages, int fill, int write, Record* record) {
-  extern __shared__ __align__(16) uint4 cache[];  // [stages][x, dy][row_packs]
+                                                    int row_packs, int stages, int fill, int write, int shift,
+                                                    Record* record) {
+  extern __shared__ __align__(128) uint4 dynamic_smem[];
+  uint4* cache = dynamic_smem + shift / 16;  // [stages][x, dy][row_packs]
   __shared__ unsigned long long landed[8];
   __shared__ unsigned long long t0;
   const int tid = threadIdx.x, threads = blockDim.x;
@@ -148,7 +153,7 @@ __global__ void __launch_bounds__(1024) stream_rows(const uint4* x, const uint4*
         dx[blockIdx.x * static_cast<long long>(row_packs) + i * stride + k] = make_uint4(v, k, 0, acc);
   }
   __syncthreads();
-  if (tid == 0) record[blockIdx.x] = {t0, now_ns(), smid()};
+  if (tid == 0) record[blockIdx.x] = {t0, now_ns(), smid(), static_cast<unsigned>(__cvta_generic_to_shared(cache))};
 }
 
 // Register rows: each subgroup of `row_packs` threads owns rows (its own stride through the tensor),
@@ -197,7 +202,7 @@ __global__ void __launch_bounds__(1024) stream_regs(const uint4* x, const uint4*
     }
   }
   __syncthreads();
-  if (tid == 0) record[blockIdx.x] = {t0, now_ns(), smid()};
+  if (tid == 0) record[blockIdx.x] = {t0, now_ns(), smid(), 0};
 }
 
 int main(int argc, char** argv) {
@@ -220,11 +225,17 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&e1));
 
   struct Config {
-    int fill, stages, row_bytes, blocks_per_sm, write, threads = 256;
+    int fill, stages, row_bytes, blocks_per_sm, write, threads = 256, shift = 0;
   };
   const char* fill_name[] = {"bulk", "cp.async", "loads", "regs", "mixed"};
   std::vector<Config> configs;
-  if (argc > 1 && std::string(argv[1]) == "ring") {
+  if (argc > 1 && std::string(argv[1]) == "align") {
+    // What the ring's alignment costs: the norm backward's shapes (8 KB rows: bf16 4096, one block an SM, 3 stages;
+    // 16 KB rows: bf16 8192) with the ring 0-128 bytes past a 128-byte line.
+    for (int row_bytes : {8192, 16384})
+      for (int fill : {kBulk, kCpAsync})
+        for (int shift : {0, 16, 32, 64, 128}) configs.push_back({fill, 3, row_bytes, 1, 1, 256, shift});
+  } else if (argc > 1 && std::string(argv[1]) == "ring") {
     // Where the ring loses against plain loads: one block an SM, or the copy count? (x, dy read and
     // dx written; 8 KB rows unless said.)
     configs = {{kBulk, 3, 8192, 1, 1},   {kLoads, 1, 8192, 4, 1},  {kBulk, 2, 8192, 4, 1},
@@ -244,13 +255,14 @@ int main(int argc, char** argv) {
         for (int depth : {1, 2, 3}) configs.push_back({kRegs, depth, row_bytes, 1, write});
       }
   }
-  std::printf("%-9s %6s %6s %4s %5s %4s | %7s %7s | %6s %6s %6s %6s | %6s %6s | %s\n", "fill", "stages", "row", "b/SM",
-              "write", "thr", "GB/s", "event", "min", "p10", "med", "max", "endmed", "endmax", "slowest SMs (by rate)");
+  std::printf("%-9s %6s %6s %4s %5s %4s %4s | %7s %7s | %6s %6s %6s %6s | %6s %6s | %s\n", "fill", "stages", "row",
+              "b/SM", "write", "thr", "ring", "GB/s", "event", "min", "p10", "med", "max", "endmed", "endmax",
+              "slowest SMs (by rate)");
   for (const Config& c : configs) {
     const int blocks = c.blocks_per_sm * sms;
     const int row_packs = c.row_bytes / 16;
     const long long rows = tensor_bytes / c.row_bytes;
-    const int smem = c.fill == kLoads ? 0 : c.stages * 2 * c.row_bytes;
+    const int smem = c.fill == kLoads ? 0 : c.stages * 2 * c.row_bytes + c.shift;
     std::vector<Record> rec(blocks);
     double event_gbs = 0, span_gbs = 0, end_med = 0, end_max = 0;
     std::vector<double> rate(blocks);
@@ -261,7 +273,8 @@ int main(int argc, char** argv) {
         auto kernel = c.stages == 1 ? stream_regs<1> : c.stages == 2 ? stream_regs<2> : stream_regs<3>;
         kernel<<<blocks, threads>>>(x, dy, dx, rows, row_packs, c.write, d_record);
       } else {
-        stream_rows<<<blocks, c.threads, smem>>>(x, dy, dx, rows, row_packs, c.stages, c.fill, c.write, d_record);
+        stream_rows<<<blocks, c.threads, smem>>>(x, dy, dx, rows, row_packs, c.stages, c.fill, c.write, c.shift,
+                                                 d_record);
       }
       CHECK(cudaEventRecord(e1));
       CHECK(cudaGetLastError());
@@ -300,9 +313,9 @@ int main(int argc, char** argv) {
     std::string slow;
     for (int i = 0; i < 8 && i < static_cast<int>(by_rate.size()); ++i)
       slow += std::to_string(by_rate[i].second) + " ";
-    std::printf("%-9s %6d %6d %4d %5d %4d | %7.0f %7.0f | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f | %s\n",
+    std::printf("%-9s %6d %6d %4d %5d %4d %4u | %7.0f %7.0f | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f | %s\n",
                 fill_name[c.fill], c.fill == kLoads ? 0 : c.stages, c.row_bytes, c.blocks_per_sm, c.write,
-                c.fill == kRegs ? 1024 : c.threads, span_gbs, event_gbs, at(0), at(0.1), at(0.5), at(1.0), end_med,
+                c.fill == kRegs ? 1024 : c.threads, rec[0].ring % 128, span_gbs, event_gbs, at(0), at(0.1), at(0.5), at(1.0), end_med,
                 end_max, slow.c_str());
   }
   return 0;
