@@ -5,7 +5,7 @@
 # build-py<version>/ with the Python given by IGNIS_DEVICE_PYTHON (default: pyenv's 3.12, the GPU
 # machine's version). REVISION in the archive names the tree it was built from; gpu_python.sh prints it,
 # and falls back to pip install when the module does not import there. IGNIS_PY_PACK names another archive
-# (a path under the repo root, default python-carry.tar.xz), e.g. one a branch for scripts/gpu_modules.sh.
+# (a path under the repo root, default python-carry.tar.xz), e.g. one per branch for scripts/gpu_modules.sh.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="${IGNIS_DEVICE_PYTHON:-$(ls -d /root/.pyenv/versions/3.12.*/bin/python3 2>/dev/null | tail -1)}"
