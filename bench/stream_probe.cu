@@ -315,8 +315,8 @@ int main(int argc, char** argv) {
       slow += std::to_string(by_rate[i].second) + " ";
     std::printf("%-9s %6d %6d %4d %5d %4d %4u | %7.0f %7.0f | %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f | %s\n",
                 fill_name[c.fill], c.fill == kLoads ? 0 : c.stages, c.row_bytes, c.blocks_per_sm, c.write,
-                c.fill == kRegs ? 1024 : c.threads, rec[0].ring % 128, span_gbs, event_gbs, at(0), at(0.1), at(0.5), at(1.0), end_med,
-                end_max, slow.c_str());
+                c.fill == kRegs ? 1024 : c.threads, rec[0].ring % 128, span_gbs, event_gbs, at(0), at(0.1), at(0.5),
+                at(1.0), end_med, end_max, slow.c_str());
   }
   return 0;
 }

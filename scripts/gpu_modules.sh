@@ -18,7 +18,8 @@ for arg in "$@"; do
   name="${arg%%=*}" pack="${arg#*=}"
   [[ "$arg" == *=* && "$name" =~ ^[A-Za-z0-9_-]+$ ]] || { echo "gpu_modules: expected NAME=PACK, got '$arg'"; exit 2; }
   site="/tmp/ignis-module-$name"
-  rm -rf "$site" && mkdir -p "$site" && tar -C "$site" -xJf "$pack" || { echo "gpu_modules: cannot unpack $pack"; exit 1; }
+  rm -rf "$site" && mkdir -p "$site" && tar -C "$site" -xJf "$pack" \
+    || { echo "gpu_modules: cannot unpack $pack"; exit 1; }
   PYTHONPATH="$site" python3 -c "import ignis" 2> "$logs/module-$name-import.log" \
     || { echo "gpu_modules: $name does not import: $(tail -1 "$logs/module-$name-import.log")"; exit 1; }
   echo "$name: module of $(cat "$site/REVISION")"
