@@ -87,12 +87,25 @@ constexpr bool bulk_stage_fills(bool layer, int element_bytes, int packs, int ro
   return !(element_bytes == 2 && packs == 2 && (layer || rows_a_step == 2));
 }
 
+// Where the stages' ring starts: ring_offset bytes past a 128-byte line of shared memory, placed by
+// the kernel at run time (kRingRoom bytes beyond the stages leave room for the shift). Before, the
+// ring started wherever the static shared memory ended, and 16 bytes more of it cost every backward
+// cell 6-14 points (H100, PERF_NOTES session 17). On a line, the 4-pack two-row blocks of 16-bit
+// 8192 columns measured LayerNorm 78.2 -> 79.7-80.1% of copy and RMSNorm 83.7 -> 84.8-85.1% (the
+// static memory had left them 32 bytes past one); LayerNorm f32 4096 (a row a step, one block an
+// SM) lost 87.5 -> 83.2% there and kept its 87.2-87.8% at 32, 64 and 96 bytes past, so it keeps the
+// 64 it had. The other cells moved by at most a point (two calls, PERF_NOTES session 18).
+inline constexpr int kRingLine = 128;
+inline constexpr int kRingRoom = 2 * kRingLine;
+
 // How a plan's rows are taken: rows_a_step (1 or 2, in one reduction and block barrier), the groups
-// of rows an SM (1 or 2: the grid), and the stages' shared memory (one stage more for two rows).
+// of rows an SM (1 or 2: the grid), the stages' shared memory (one stage more for two rows, and
+// kRingRoom) and the ring's place past a line (ring_offset, a multiple of 16 under kRingLine).
 struct StagedSchedule {
   int rows_a_step = 1;
   int groups_per_sm = 2;
   int smem = 0;
+  int ring_offset = 0;
 };
 
 // layer: LayerNorm, else RMSNorm; smem_room: the shared memory a block may opt into.
@@ -122,8 +135,10 @@ inline StagedSchedule schedule_staged(const StagedPlan& plan, bool layer, int el
   const bool pairs = (plan.packs == 4 && !one_an_sm) || (element_bytes == 2 && plan.packs == 2 && one_an_sm);
   const long long stage_bytes = plan.smem / kStages;
   const bool two_rows = pairs && plan.threads <= kPreferredStagedThreads && plan.cluster == 1 &&
-                        stage_bytes * (kStages + 1) + 2048 <= smem_room;
-  return {two_rows ? 2 : 1, one_an_sm ? 1 : 2, static_cast<int>(two_rows ? stage_bytes * (kStages + 1) : plan.smem)};
+                        stage_bytes * (kStages + 1) + kRingRoom + 2048 <= smem_room;
+  const long long stages = two_rows ? stage_bytes * (kStages + 1) : plan.smem;
+  const bool ring_off_line = layer && element_bytes == 4 && one_an_sm && plan.packs == 4 && !two_rows;
+  return {two_rows ? 2 : 1, one_an_sm ? 1 : 2, static_cast<int>(stages + kRingRoom), ring_off_line ? 64 : 0};
 }
 
 }  // namespace ignis::cuda::norm
