@@ -180,14 +180,14 @@ __device__ void finish_sums(const float* __restrict__ dw_part, const float* __re
 // [groups / merge, dim]. With `finish` > 0 (merge 1, a cooperative launch of whole-row blocks, all
 // resident) the grid then waits for every partial row and its blocks sum them, in chunks of `finish`
 // columns (16, 32 or 64), into dweight / dbias ([dim]); otherwise sum_partials does that in a second
-// launch. The ring of stages starts ring_offset bytes past a 128-byte line (see StagedSchedule).
+// launch. The ring of stages starts ring_line_offset bytes past a 128-byte line.
 // x, dy, dx: [rows, dim]; weight: [dim].
 template <Kind kKind, class T, int P, int R = 1>
 __global__ void __launch_bounds__(kStagedThreads)
     backward_staged(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ dy,
                     T* __restrict__ dx, float* __restrict__ dw_part, float* __restrict__ db_part,
                     T* __restrict__ dweight, T* __restrict__ dbias, long long rows, int dim, float eps, int cluster,
-                    int merge, int finish, int ring_offset) {
+                    int merge, int finish) {
   static_assert(R == 1 || R == 2, "one or two rows a step");
   constexpr int V = 16 / sizeof(T);
   constexpr int S = kStages + R - 1;  // stages: kStages - 1 rows in flight beside the step's R
@@ -216,9 +216,10 @@ __global__ void __launch_bounds__(kStagedThreads)
   __shared__ unsigned long long landed[S];
   const long long start = group * packs + first;
   using Stages = RowStages<PackT, S, P, kBulkStages<kKind, T, P, R>, R>;
-  // The ring starts ring_offset bytes past a 128-byte line, whatever static shared memory comes before it.
+  // The ring's place past a 128-byte line, whatever static shared memory comes before it.
+  constexpr int kRingOffset = ring_line_offset(kKind == Kind::layer, P, R);
   const unsigned smem_address = static_cast<unsigned>(__cvta_generic_to_shared(staged_smem));
-  unsigned char* ring = staged_smem + ((kRingLine - smem_address % kRingLine) % kRingLine) + ring_offset;
+  unsigned char* ring = staged_smem + (kRingLine - smem_address % kRingLine) % kRingLine + kRingOffset;
   Stages stages{reinterpret_cast<PackT*>(ring),
                 reinterpret_cast<const PackT*>(x) + start,
                 reinterpret_cast<const PackT*>(dy) + start,
@@ -484,7 +485,7 @@ long long resident_groups(Kernel kernel, const StagedPlan& plan, cudaStream_t s)
 
 template <class T>
 using BackwardKernel = void (*)(const T*, const T*, const T*, T*, float*, float*, T*, T*, long long, int, float, int,
-                                int, int, int);
+                                int, int);
 template <class T>
 using LoopBackward = void (*)(const T*, const T*, const T*, T*, float*, float*, long long, int, float);
 
@@ -540,7 +541,7 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
     cooperative.val.cooperative = 1;
     config.numAttrs = 1;
     if (cudaLaunchKernelEx(&config, kernel, xp, wp, gp, dxp, dw_part, db_part, dweight, dbias, rows,
-                           static_cast<int>(dim), eps, 1, 1, finish_columns, schedule.ring_offset) == cudaSuccess)
+                           static_cast<int>(dim), eps, 1, 1, finish_columns) == cudaSuccess)
       return true;
     (void)cudaGetLastError();  // refused (too many blocks for a cooperative grid, MPS limits): two launches
   }
@@ -558,7 +559,7 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
   float* db_part = kKind == Kind::layer ? dw_part + parts * dim : nullptr;
   const RowPlan launch{plan.cluster * merge, plan.threads, plan.smem};  // one of the two is 1
   if (!launch_rows(kernel, launch, groups / merge, stream, xp, wp, gp, dxp, dw_part, db_part, dweight, dbias, rows,
-                   static_cast<int>(dim), eps, plan.cluster, merge, 0, schedule.ring_offset))
+                   static_cast<int>(dim), eps, plan.cluster, merge, 0))
     return false;
   IGNIS_CHECK_LAUNCH();
   sum_partials_into(dw_part, db_part, parts, dim, dweight, dbias, s);

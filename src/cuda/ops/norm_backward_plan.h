@@ -87,25 +87,28 @@ constexpr bool bulk_stage_fills(bool layer, int element_bytes, int packs, int ro
   return !(element_bytes == 2 && packs == 2 && (layer || rows_a_step == 2));
 }
 
-// Where the stages' ring starts: ring_offset bytes past a 128-byte line of shared memory, placed by
-// the kernel at run time (kRingRoom bytes beyond the stages leave room for the shift). Before, the
-// ring started wherever the static shared memory ended, and 16 bytes more of it cost every backward
-// cell 6-14 points (H100, PERF_NOTES session 17). On a line, the 4-pack two-row blocks of 16-bit
-// 8192 columns measured LayerNorm 78.2 -> 79.7-80.1% of copy and RMSNorm 83.7 -> 84.8-85.1% (the
-// static memory had left them 32 bytes past one); LayerNorm f32 4096 (a row a step, one block an
-// SM) lost 87.5 -> 83.2% there and kept its 87.2-87.8% at 32, 64 and 96 bytes past, so it keeps the
-// 64 it had. The other cells moved by at most a point (two calls, PERF_NOTES session 18).
+// Where the stages' ring starts: ring_line_offset bytes past a 128-byte line of shared memory,
+// placed by the kernel (kRingRoom bytes beyond the stages leave room for the shift). Before, the ring
+// started wherever the static shared memory ended, and 16 bytes more of it cost every backward cell
+// 6-14 points (H100, PERF_NOTES session 17). On a line: LayerNorm's 4-pack blocks of a row a step,
+// which the static memory had left 64 bytes past one, lost there (H100 f32 4096 87.5 -> 83.2% of
+// copy, H200 bf16 16384 79.0 -> 72.8%), and keep the 64; every other block gained or held (H100
+// 16-bit 8192 columns, 4-pack two-row blocks, LayerNorm 78.2 -> 79.7-80.1% and RMSNorm 83.7 ->
+// 84.8-85.1%; H200 LayerNorm bf16 8192, 2 packs, 74.1 -> 76.2%), but for RMSNorm f32 4096 on the
+// H200 (81.8 -> 80.4%; PERF_NOTES session 18). layer: LayerNorm; packs: P; rows_a_step: R.
 inline constexpr int kRingLine = 128;
 inline constexpr int kRingRoom = 2 * kRingLine;
+constexpr int ring_line_offset(bool layer, int packs, int rows_a_step) {
+  return layer && packs == 4 && rows_a_step == 1 ? 64 : 0;
+}
 
 // How a plan's rows are taken: rows_a_step (1 or 2, in one reduction and block barrier), the groups
-// of rows an SM (1 or 2: the grid), the stages' shared memory (one stage more for two rows, and
-// kRingRoom) and the ring's place past a line (ring_offset, a multiple of 16 under kRingLine).
+// of rows an SM (1 or 2: the grid), and the stages' shared memory (one stage more for two rows, and
+// kRingRoom).
 struct StagedSchedule {
   int rows_a_step = 1;
   int groups_per_sm = 2;
   int smem = 0;
-  int ring_offset = 0;
 };
 
 // layer: LayerNorm, else RMSNorm; smem_room: the shared memory a block may opt into.
@@ -137,8 +140,7 @@ inline StagedSchedule schedule_staged(const StagedPlan& plan, bool layer, int el
   const bool two_rows = pairs && plan.threads <= kPreferredStagedThreads && plan.cluster == 1 &&
                         stage_bytes * (kStages + 1) + kRingRoom + 2048 <= smem_room;
   const long long stages = two_rows ? stage_bytes * (kStages + 1) : plan.smem;
-  const bool ring_off_line = layer && element_bytes == 4 && one_an_sm && plan.packs == 4 && !two_rows;
-  return {two_rows ? 2 : 1, one_an_sm ? 1 : 2, static_cast<int>(stages + kRingRoom), ring_off_line ? 64 : 0};
+  return {two_rows ? 2 : 1, one_an_sm ? 1 : 2, static_cast<int>(stages + kRingRoom)};
 }
 
 }  // namespace ignis::cuda::norm
