@@ -2,7 +2,7 @@
 # Nsight Compute over chosen kernel-benchmark cases on the lent GPU machine (device tool, repo root):
 #   IGNIS_PROFILE_CASES=layer_norm_backward:4096x4096:bf16,... scripts/gpu_profile.sh
 #   IGNIS_TIMING_CASES=top_p_mask:1x262144:bf16,...            (kernel durations only, torch's too)
-# pip-installs ignis as scripts/gpu_python.sh does, then runs bench/profile_ops.py under ncu:
+# installs ignis through scripts/gpu_python.sh (IGNIS_PY_CARRIED works), then runs bench/profile_ops.py under ncu:
 # the profile cases with the sections below (ignis kernels only), the timing cases with every
 # kernel's duration (ignis and torch). Reports go to $OUT (when set) or build/gpu-logs.
 set -uo pipefail
@@ -13,11 +13,10 @@ mkdir -p "$logs"
 export PATH="/usr/local/cuda/bin:$PATH" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" PYTHONDONTWRITEBYTECODE=1
 cd "$root"
 
-if [ ! -d "$site/ignis" ] || [ -n "${IGNIS_REINSTALL:-}" ]; then
-  start=$(date +%s)
-  python3 -m pip install --no-build-isolation --no-deps --upgrade --target "$site" . > "$logs/pip-install.log" 2>&1 \
-    || { tail -40 "$logs/pip-install.log"; echo "pip install: FAILED"; exit 1; }
-  echo "pip install: ok ($(( $(date +%s) - start )) s)"
+# The module as scripts/gpu_python.sh installs it (pip install, or IGNIS_PY_CARRIED: a module packed here and
+# carried); one that an earlier call of this machine session installed is kept unless IGNIS_REINSTALL is set.
+if [ -n "${IGNIS_REINSTALL:-}" ] || ! PYTHONPATH="$site" python3 -c "import ignis" 2> /dev/null; then
+  IGNIS_PY_INSTALL=only "$root/scripts/gpu_python.sh" || exit 1
 fi
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 
