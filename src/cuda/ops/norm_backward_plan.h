@@ -2,6 +2,7 @@
 // The block shape and schedule of the norm backward's staged kernel (norm_backward.cu,
 // backward_staged) by norm, dtype, row length and card: plain host arithmetic, so the tests check it
 // on any machine, for either kind of card.
+#include <initializer_list>
 
 namespace ignis::cuda::norm {
 
