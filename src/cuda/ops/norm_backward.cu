@@ -218,8 +218,7 @@ __global__ void __launch_bounds__(kStagedThreads)
   using Stages = RowStages<PackT, S, P, kBulkStages<kKind, T, P, R>, R>;
   // The ring's place past a 128-byte line, whatever static shared memory comes before it.
   constexpr int kRingOffset = ring_line_offset(kKind == Kind::layer, P, R);
-  const unsigned smem_address = static_cast<unsigned>(__cvta_generic_to_shared(staged_smem));
-  unsigned char* ring = staged_smem + (kRingLine - smem_address % kRingLine) % kRingLine + kRingOffset;
+  unsigned char* ring = staged_smem + (kRingLine - shared_address(staged_smem) % kRingLine) % kRingLine + kRingOffset;
   Stages stages{reinterpret_cast<PackT*>(ring),
                 reinterpret_cast<const PackT*>(x) + start,
                 reinterpret_cast<const PackT*>(dy) + start,
