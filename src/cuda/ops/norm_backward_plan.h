@@ -93,10 +93,11 @@ constexpr bool bulk_stage_fills(bool layer, int element_bytes, int packs, int ro
 // started wherever the static shared memory ended, and 16 bytes more of it cost every backward cell
 // 6-14 points (H100, PERF_NOTES session 17). On a line: LayerNorm's 4-pack blocks of a row a step,
 // which the static memory had left 64 bytes past one, lost there (H100 f32 4096 87.5 -> 83.2% of
-// copy, H200 bf16 16384 79.0 -> 72.8%), and keep the 64; every other block gained or held (H100
-// 16-bit 8192 columns, 4-pack two-row blocks, LayerNorm 78.2 -> 79.7-80.1% and RMSNorm 83.7 ->
-// 84.8-85.1%; H200 LayerNorm bf16 8192, 2 packs, 74.1 -> 76.2%), but for RMSNorm f32 4096 on the
-// H200 (81.8 -> 80.4%; PERF_NOTES session 18). layer: LayerNorm; packs: P; rows_a_step: R.
+// copy, H200 bf16 16384 79.0 -> 72.8%), and keep the 64. With that, against the old placement in
+// the same call: H100 16-bit 8192 columns (4-pack two-row blocks) LayerNorm 78.3 -> 80.4% and
+// RMSNorm 83.8 -> 84.9%; H200 LayerNorm bf16 8192 (2 packs) 75.0 -> 76.8%, RMSNorm f32 16384 89.6 ->
+// 92.9%; every other cell within 0.6 points (PERF_NOTES session 18). layer: LayerNorm; packs: P;
+// rows_a_step: R.
 inline constexpr int kRingLine = 128;
 inline constexpr int kRingRoom = 2 * kRingLine;
 constexpr int ring_line_offset(bool layer, int packs, int rows_a_step) {
