@@ -96,7 +96,7 @@ constexpr bool bulk_stage_fills(bool layer, int element_bytes, int packs, int ro
 // copy, H200 bf16 16384 79.0 -> 72.8%), and keep the 64. With that, against the old placement in
 // the same call: H100 16-bit 8192 columns (4-pack two-row blocks) LayerNorm 78.3 -> 80.4% and
 // RMSNorm 83.8 -> 84.9%; H200 LayerNorm bf16 8192 (2 packs) 75.0 -> 76.8%, RMSNorm f32 16384 89.6 ->
-// 92.9%; every other cell within 0.6 points (PERF_NOTES session 18). layer: LayerNorm; packs: P;
+// 92.9%; every other cell within a point (PERF_NOTES session 18). layer: LayerNorm; packs: P;
 // rows_a_step: R.
 inline constexpr int kRingLine = 128;
 inline constexpr int kRingRoom = 2 * kRingLine;
