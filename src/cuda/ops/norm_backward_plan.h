@@ -126,8 +126,12 @@ inline StagedSchedule schedule_staged(const StagedPlan& plan, bool layer, int el
   // 78-79, three rounds each) and 71 -> 70% on the H200; a row a step with bulk fills lost (77 -> 74;
   // PERF_NOTES session 14).
   const bool rms_as_layer = !layer && element_bytes == 2 && !fast_memory;
-  const bool one_an_sm = (layer || rms_as_layer) && plan.cluster == 1 && dim <= kFinishColumns && plan.packs >= 2 &&
-                         plan.threads >= 256;
+  // RMSNorm's f32 rows of 512-thread blocks on fast-memory cards (4096 columns) take one group an SM
+  // too: 80.2 / 79.9 / 80.5 -> 86.1 / 85.9 / 86.2% of copy on the H200. Its 16-bit rows lose there
+  // with one (bf16 4096 71 -> 65%, 8192 76 -> 68%; PERF_NOTES session 19).
+  const bool rms_f32_fast = !layer && element_bytes == 4 && fast_memory && plan.threads == kStagedThreads;
+  const bool one_an_sm = (layer || rms_as_layer || rms_f32_fast) && plan.cluster == 1 && dim <= kFinishColumns &&
+                         plan.packs >= 2 && plan.threads >= 256;
   // Whole-row blocks of 4 packs a thread and up to 256 threads (16-bit rows of 4104-8192 columns,
   // f32 of 2052-4096) take their rows two a step, when the one more stage fits. Their four stages
   // of up to 32 KB leave room for one block an SM. bf16 8192 columns measured LayerNorm 76 -> 78-79%
