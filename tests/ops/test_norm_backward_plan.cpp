@@ -199,5 +199,22 @@ TEST(NormBackwardPlan, FinishChunksComeToOneABlockWherePossible) {
   EXPECT_EQ(finish_chunk_columns(2, 4096, 264), 32);
 }
 
+// Vector registers for the group and ring (PERF_NOTES session 19): RMSNorm's 16-bit 2-pack row-a-step
+// blocks, which are the H200's 4096- and 8192-column cells; no H100 benchmark cell and no LayerNorm.
+TEST(NormBackwardPlan, VectorAddressedOnlyForRmsNormSixteenBitTwoPackRowAStep) {
+  const auto vector = [](bool layer, int bytes, long long dim, bool fast) {
+    const StagedPlan plan = plan_staged(dim, 16 / bytes, fast);
+    const StagedSchedule s = schedule_staged(plan, layer, bytes, dim, fast, kHopperSmemRoom);
+    return vector_addressed(layer, bytes, plan.packs, s.rows_a_step);
+  };
+  EXPECT_TRUE(vector(false, 2, 8192, true));
+  EXPECT_TRUE(vector(false, 2, 4096, true));
+  EXPECT_FALSE(vector(false, 2, 4096, false));
+  EXPECT_FALSE(vector(false, 2, 8192, false));
+  EXPECT_FALSE(vector(false, 4, 4096, true));
+  EXPECT_FALSE(vector(true, 2, 4096, true));
+  EXPECT_FALSE(vector(true, 2, 8192, true));
+}
+
 }  // namespace
 }  // namespace ignis::cuda::norm

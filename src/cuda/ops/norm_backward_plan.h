@@ -104,6 +104,16 @@ constexpr int ring_line_offset(bool layer, int packs, int rows_a_step) {
   return layer && packs == 4 && rows_a_step == 1 ? 64 : 0;
 }
 
+// Whether backward_staged holds its group index and ring base in vector registers instead of uniform
+// ones, by reading them through a zero the compiler cannot prove uniform. RMSNorm's 16-bit blocks of 2
+// packs a thread and a row a step read 81.8 against 75.4% of copy at bf16 8192 on the H200 with it
+// (512 threads at 84 registers instead of 64: one block an SM; main's code at one group an SM read 68%),
+// bf16 4096 (256 threads, two groups an SM) 71.5 against 71.4. Why the uniform version is slower is
+// not known. LayerNorm's 4-pack instances spill with it, so only this one takes it (PERF_NOTES session 19).
+constexpr bool vector_addressed(bool layer, int element_bytes, int packs, int rows_a_step) {
+  return !layer && element_bytes == 2 && packs == 2 && rows_a_step == 1;
+}
+
 // How a plan's rows are taken: rows_a_step (1 or 2, in one reduction and block barrier), the groups
 // of rows an SM (1 or 2: the grid), and the stages' shared memory (one stage more for two rows, and
 // kRingRoom).
