@@ -105,11 +105,15 @@ constexpr int ring_line_offset(bool layer, int packs, int rows_a_step) {
 }
 
 // Whether backward_staged holds its group index and ring base in vector registers instead of uniform
-// ones, by reading them through a zero the compiler cannot prove uniform. RMSNorm's 16-bit blocks of 2
-// packs a thread and a row a step read 81.8 against 75.4% of copy at bf16 8192 on the H200 with it
-// (512 threads at 84 registers instead of 64: one block an SM; main's code at one group an SM read 68%),
-// bf16 4096 (256 threads, two groups an SM) 71.5 against 71.4. Why the uniform version is slower is
-// not known. LayerNorm's 4-pack instances spill with it, so only this one takes it (PERF_NOTES session 19).
+// ones, by reading them through a zero the compiler cannot prove uniform. What it buys is the
+// registers: RMSNorm's 16-bit blocks of 2 packs a thread and a row a step take 84 instead of 64, so a
+// 512-thread block (bf16 8192 on the H200) no longer fits twice on an SM, and the grid spreads one
+// block an SM. bf16 8192 on the H200 read 81.8-82.3% of copy against 75.4-76.3 with it. Main's code
+// at one group an SM read 68%, with 18.4 warps active an SM on average (some SMs ran two blocks).
+// With its shared memory padded so that one block fits, it read 81.6%. bf16 4096 (256 threads, two
+// groups an SM either way) read 71.5 against 71.4. LayerNorm's 4-pack instances spill with the zero,
+// so only this instance takes it. An explicit one-block-an-SM launch should replace it once measured
+// (PERF_NOTES session 19).
 constexpr bool vector_addressed(bool layer, int element_bytes, int packs, int rows_a_step) {
   return !layer && element_bytes == 2 && packs == 2 && rows_a_step == 1;
 }
