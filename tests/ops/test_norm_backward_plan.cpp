@@ -91,6 +91,16 @@ TEST(NormBackwardPlan, NamedShapesByCard) {
 
 constexpr long long kHopperSmemRoom = 227 * 1024;  // cudaDevAttrMaxSharedMemoryPerBlockOptin on sm_90
 
+// A benchmark cell's plan and schedule on a Hopper card (fast: the H200's bandwidth an SM).
+struct PlannedRow {
+  StagedPlan plan;
+  StagedSchedule schedule;
+};
+PlannedRow planned(bool layer, int bytes, long long dim, bool fast) {
+  const StagedPlan plan = plan_staged(dim, 16 / bytes, fast);
+  return {plan, schedule_staged(plan, layer, bytes, dim, fast, kHopperSmemRoom)};
+}
+
 // Every schedule: two rows a step only for whole-row blocks of up to kPreferredStagedThreads threads
 // whose one more stage fits; one group an SM only for whole rows that finish in the cooperative
 // launch; and no 16-bit 2-pack block that takes two rows a step fills its stages with bulk copies
@@ -140,8 +150,7 @@ TEST(NormBackwardPlan, NamedSchedulesByCard) {
     bool operator==(const Expected&) const = default;
   };
   const auto schedule = [](bool layer, int bytes, long long dim, bool fast) {
-    const StagedPlan plan = plan_staged(dim, 16 / bytes, fast);
-    const StagedSchedule s = schedule_staged(plan, layer, bytes, dim, fast, kHopperSmemRoom);
+    const auto [plan, s] = planned(layer, bytes, dim, fast);
     return Expected{s.rows_a_step, s.groups_per_sm, bulk_stage_fills(layer, bytes, plan.packs, s.rows_a_step)};
   };
   // H100 (not fast-memory).
@@ -164,8 +173,7 @@ TEST(NormBackwardPlan, NamedSchedulesByCard) {
 // 16384; and the cells that gained: H100 16-bit 8192 (4 packs, two rows), H200 LayerNorm bf16 8192.
 TEST(NormBackwardPlan, RingOnALineButForLayerNormFourPackRowAStep) {
   const auto offset = [](bool layer, int bytes, long long dim, bool fast) {
-    const StagedPlan plan = plan_staged(dim, 16 / bytes, fast);
-    const StagedSchedule s = schedule_staged(plan, layer, bytes, dim, fast, kHopperSmemRoom);
+    const auto [plan, s] = planned(layer, bytes, dim, fast);
     return ring_line_offset(layer, plan.packs, s.rows_a_step);
   };
   EXPECT_EQ(offset(true, 4, 4096, false), 64);
@@ -203,8 +211,7 @@ TEST(NormBackwardPlan, FinishChunksComeToOneABlockWherePossible) {
 // blocks, which are the H200's 4096- and 8192-column cells; no H100 benchmark cell and no LayerNorm.
 TEST(NormBackwardPlan, VectorAddressedOnlyForRmsNormSixteenBitTwoPackRowAStep) {
   const auto vector = [](bool layer, int bytes, long long dim, bool fast) {
-    const StagedPlan plan = plan_staged(dim, 16 / bytes, fast);
-    const StagedSchedule s = schedule_staged(plan, layer, bytes, dim, fast, kHopperSmemRoom);
+    const auto [plan, s] = planned(layer, bytes, dim, fast);
     return vector_addressed(layer, bytes, plan.packs, s.rows_a_step);
   };
   EXPECT_TRUE(vector(false, 2, 8192, true));
