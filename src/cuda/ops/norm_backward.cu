@@ -207,10 +207,7 @@ __global__ void __launch_bounds__(kStagedThreads)
   const int slice = (packs + cluster - 1) / cluster;
   const int first = static_cast<int>(blockIdx.x % cluster) * slice;
   const int count = min(packs, first + slice) - first;  // this block's packs
-  // Zero, but not provably uniform, where vector_addressed: see norm_backward_plan.h.
-  constexpr bool kVectorAddressed = vector_addressed(kKind == Kind::layer, sizeof(T), P, R);
-  const int vector_zero = kVectorAddressed ? static_cast<int>(threadIdx.x / blockDim.x) : 0;
-  const long long group = blockIdx.x / cluster + vector_zero;
+  const long long group = blockIdx.x / cluster;
   // Group g takes rows g, g + groups, g + 2 groups, ...: the rows in flight at any time are
   // neighbours in memory, as a copy kernel's are.
   const long long groups = gridDim.x / cluster;
@@ -221,8 +218,7 @@ __global__ void __launch_bounds__(kStagedThreads)
   using Stages = RowStages<PackT, S, P, kBulkStages<kKind, T, P, R>, R>;
   // The ring's place past a 128-byte line, whatever static shared memory comes before it.
   constexpr int kRingOffset = ring_line_offset(kKind == Kind::layer, P, R);
-  unsigned char* ring = staged_smem + (kRingLine - shared_address(staged_smem) % kRingLine) % kRingLine + kRingOffset +
-                        vector_zero * 64;  // the measured form; any multiple of 16 (the term is zero)
+  unsigned char* ring = staged_smem + (kRingLine - shared_address(staged_smem) % kRingLine) % kRingLine + kRingOffset;
   Stages stages{reinterpret_cast<PackT*>(ring),
                 reinterpret_cast<const PackT*>(x) + start,
                 reinterpret_cast<const PackT*>(dy) + start,
@@ -519,6 +515,13 @@ bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dw
     default: return false;
   }
   plan.smem = schedule.smem;
+  if (schedule.groups_per_sm == 1 && plan.cluster == 1) {
+    cudaFuncAttributes built{};
+    IGNIS_CUDA_CHECK(cudaFuncGetAttributes(&built, kernel));
+    plan.smem = static_cast<int>(
+        one_block_an_sm(plan.smem, device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor),
+                        device_attribute(cudaDevAttrReservedSharedMemoryPerBlock), built.sharedSizeBytes));
+  }
   IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem));
   IGNIS_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));

@@ -104,20 +104,6 @@ constexpr int ring_line_offset(bool layer, int packs, int rows_a_step) {
   return layer && packs == 4 && rows_a_step == 1 ? 64 : 0;
 }
 
-// Whether backward_staged holds its group index and ring base in vector registers instead of uniform
-// ones, by reading them through a zero the compiler cannot prove uniform. What it buys is the
-// registers: RMSNorm's 16-bit blocks of 2 packs a thread and a row a step take 84 instead of 64, so a
-// 512-thread block (bf16 8192 on the H200) no longer fits twice on an SM, and the grid spreads one
-// block an SM. bf16 8192 on the H200 read 81.8-82.3% of copy against 75.4-76.3 with it. Main's code
-// at one group an SM read 68%, with 18.4 warps active an SM on average (some SMs ran two blocks).
-// With its shared memory padded so that one block fits, it read 81.6%. bf16 4096 (256 threads, two
-// groups an SM either way) read 71.5 against 71.4. LayerNorm's 4-pack instances spill with the zero,
-// so only this instance takes it. An explicit one-block-an-SM launch should replace it once measured
-// (PERF_NOTES session 19).
-constexpr bool vector_addressed(bool layer, int element_bytes, int packs, int rows_a_step) {
-  return !layer && element_bytes == 2 && packs == 2 && rows_a_step == 1;
-}
-
 // How a plan's rows are taken: rows_a_step (1 or 2, in one reduction and block barrier), the groups
 // of rows an SM (1 or 2: the grid), and the stages' shared memory (one stage more for two rows, and
 // kRingRoom).
@@ -144,8 +130,14 @@ inline StagedSchedule schedule_staged(const StagedPlan& plan, bool layer, int el
   // too: 80.2 / 79.9 / 80.5 -> 86.1 / 85.9 / 86.2% of copy on the H200. Its 16-bit rows lose there
   // with one (bf16 4096 71 -> 65%, 8192 76 -> 68%; PERF_NOTES session 19).
   const bool rms_f32_fast = !layer && element_bytes == 4 && fast_memory && plan.threads == kStagedThreads;
-  const bool one_an_sm = (layer || rms_as_layer || rms_f32_fast) && plan.cluster == 1 && dim <= kFinishColumns &&
-                         plan.packs >= 2 && plan.threads >= 256;
+  // RMSNorm's 16-bit rows of 512-thread blocks of 2 packs on fast-memory cards (8192 columns; their partial rows are
+  // summed by a second launch) take one group an SM as well: 75.4-76.3 -> 81.5-82.1% of copy on the H200, measured
+  // with one block an SM forced by padded shared memory (PERF_NOTES session 19). One group an SM alone, with two
+  // blocks fitting an SM, read 68%: see one_block_an_sm.
+  const bool rms_wide_fast = !layer && element_bytes == 2 && fast_memory && plan.threads == kStagedThreads &&
+                             plan.packs == 2 && plan.cluster == 1;
+  const bool one_an_sm = rms_wide_fast || ((layer || rms_as_layer || rms_f32_fast) && plan.cluster == 1 &&
+                                           dim <= kFinishColumns && plan.packs >= 2 && plan.threads >= 256);
   // Whole-row blocks of 4 packs a thread and up to 256 threads (16-bit rows of 4104-8192 columns,
   // f32 of 2052-4096) take their rows two a step, when the one more stage fits. Their four stages
   // of up to 32 KB leave room for one block an SM. bf16 8192 columns measured LayerNorm 76 -> 78-79%
@@ -161,6 +153,17 @@ inline StagedSchedule schedule_staged(const StagedPlan& plan, bool layer, int el
                         stage_bytes * (kStages + 1) + kRingRoom + 2048 <= smem_room;
   const long long stages = two_rows ? stage_bytes * (kStages + 1) : plan.smem;
   return {two_rows ? 2 : 1, one_an_sm ? 1 : 2, static_cast<int>(stages + kRingRoom)};
+}
+
+// The dynamic shared memory that keeps a block of a one-group-an-SM schedule alone on its SM: with
+// room for two, the block scheduler placed two blocks on some SMs and none on others (RMSNorm bf16 8192 on
+// the H200: 18.4 warps active an SM on average for 16-warp blocks, 68% of copy against 82% alone;
+// PERF_NOTES session 19). More than half of what an SM holds, less what every block takes besides
+// (`reserved` by the driver and the kernel's `static_bytes`); never less than the schedule's own.
+constexpr long long one_block_an_sm(long long schedule_bytes, long long sm_bytes, long long reserved,
+                                    long long static_bytes) {
+  const long long alone = (sm_bytes / 2 - reserved - static_bytes + 16) / 16 * 16;
+  return schedule_bytes > alone ? schedule_bytes : alone;
 }
 
 }  // namespace ignis::cuda::norm
