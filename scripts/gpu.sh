@@ -27,8 +27,14 @@ stages=",${IGNIS_GPU_STAGES:-tests,sanitize,python,engine},"
 mkdir -p "$logs"
 export PATH="/usr/local/cuda/bin:$PATH"
 
+# Each row is also printed and appended to gpu-summary.txt as its stage ends, so a run the device tool cuts off at
+# its limit still brings back what finished (the name sorts before the per-case logs, past the tool's file limit).
 declare -a rows=()
-row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
+: > "$logs/gpu-summary.txt"
+row() {
+  rows+=("$(printf '%-34s %s' "$1" "$2")")
+  printf '%s\n' "${rows[-1]}" | tee -a "$logs/gpu-summary.txt"
+}
 has() { [[ "$stages" == *",$1,"* ]]; }
 filter="${IGNIS_GPU_TEST_FILTER:-}"
 
