@@ -19,7 +19,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
 if [[ "$build" == *.tar.xz ]]; then
   unpacked=/tmp/ignis-carried
-  rm -rf "$unpacked" && mkdir -p "$unpacked" && tar -xJf "$build" -C "$unpacked" || { echo "cannot unpack $build"; exit 1; }
+  rm -rf "$unpacked" && mkdir -p "$unpacked" && tar -xJf "$build" -C "$unpacked" ||
+    { echo "cannot unpack $build"; exit 1; }
   build="$unpacked"
 fi
 logs="${OUT:-$build/gpu-logs}"
@@ -69,7 +70,8 @@ if has tests; then
   IGNIS_REQUIRE_GPU=1 "$tests" --gtest_brief=1 ${filter:+"--gtest_filter=$filter"} > "$logs/tests.log" 2>&1
   status=$?
   summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/tests.log" | tr '\n' ' ')
-  row "gpu tests (${filter:-all}, on GPU)" "$([ $status -eq 0 ] && echo ok || echo FAILED): $summary ($(( $(date +%s) - start )) s)"
+  verdict=$([ $status -eq 0 ] && echo ok || echo FAILED)
+  row "gpu tests (${filter:-all}, on GPU)" "$verdict: $summary ($(( $(date +%s) - start )) s)"
   [ $status -eq 0 ] || { failed=1; grep -E '^\[  FAILED  \]' "$logs/tests.log" | head -30; }
 fi
 

@@ -36,7 +36,8 @@ for rev in "$@"; do
     commit="tree:$rev"
   else
     commit="$(git -C "$root" rev-parse --verify -q "$rev^{commit}")" || { echo "$rev: no such revision"; exit 2; }
-    if [ -f "$dir/pip.rc" ] && [ "$(cat "$dir/pip.rc")" = 0 ] && [ "$(cat "$dir/commit" 2>/dev/null)" = "$commit" ]; then
+    if [ -f "$dir/pip.rc" ] && [ "$(cat "$dir/pip.rc")" = 0 ] &&
+       [ "$(cat "$dir/commit" 2>/dev/null)" = "$commit" ]; then
       continue
     fi
     rm -f "$dir/pip.rc"

@@ -20,7 +20,8 @@ if [ -n "${IGNIS_REINSTALL:-}" ] || ! PYTHONPATH="$site" python3 -c "import igni
 fi
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 
-sections="${IGNIS_NCU_SECTIONS:-SpeedOfLight Occupancy LaunchStats WarpStateStats SchedulerStats MemoryWorkloadAnalysis}"
+default_sections="SpeedOfLight Occupancy LaunchStats WarpStateStats SchedulerStats MemoryWorkloadAnalysis"
+sections="${IGNIS_NCU_SECTIONS:-$default_sections}"
 section_args=()
 for s in $sections; do section_args+=(--section "$s"); done
 

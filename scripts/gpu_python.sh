@@ -3,7 +3,8 @@
 #   scripts/gpu_python.sh
 # pip-installs ignis offline (scikit-build-core, nanobind, CMake, ninja and nvcc are on that machine)
 # into a scratch folder, runs the pytest suite (the torch CUDA tests included), then the kernel
-# benchmarks (bench/bench_ops.py and the other bench/bench_*.py but the engine one). Logs and bench-ops.md go to $OUT (when set) or build/gpu-logs.
+# benchmarks (bench/bench_ops.py and the other bench/bench_*.py but the engine one). Logs and bench-ops.md go to $OUT
+# (when set) or build/gpu-logs.
 #   IGNIS_PY_INSTALL=only   install and stop (scripts/gpu.sh builds while the GPU tests run)
 #   IGNIS_PY_INSTALL=skip   use what an earlier `only` call of this machine session installed
 #   IGNIS_PY_CARRIED=F      unpack F (scripts/pack_python.sh, carried) instead of pip install, when its
@@ -32,7 +33,8 @@ if [ "$install" != skip ] && [ -n "$carried" ]; then
 fi
 if [ "$install" != skip ]; then
   start=$(date +%s)
-  if ! python3 -m pip install --no-build-isolation --no-deps --upgrade --target "$site" . > "$logs/pip-install.log" 2>&1; then
+  if ! python3 -m pip install --no-build-isolation --no-deps --upgrade --target "$site" . \
+       > "$logs/pip-install.log" 2>&1; then
     tail -40 "$logs/pip-install.log"
     echo "pip install: FAILED (log: pip-install.log)"
     exit 1

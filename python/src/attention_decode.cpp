@@ -18,8 +18,9 @@ nb::object attention_decode(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg
   AttentionParams params;
   params.scale = scale.value_or(0.0);  // 0: 1 / sqrt(head_dim)
   params.causal = true;
-  run_op(q, stream,
-         [&](Stream s) { attention_decode_forward(q.tensor, k.tensor, v.tensor, seqlens.tensor, o.tensor, params, s); });
+  run_op(q, stream, [&](Stream s) {
+    attention_decode_forward(q.tensor, k.tensor, v.tensor, seqlens.tensor, o.tensor, params, s);
+  });
   return o.object;
 }
 

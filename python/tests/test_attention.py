@@ -32,11 +32,11 @@ def test_reference_attention_hand_values():
 
 Q = np.zeros((1, 4, 2, 8), np.float32)
 
+NO_CPU = "attention_naive_forward: q.device: expected cuda (there is no CPU implementation), got cpu"
+
 BAD_CALLS = {
-    "attention on the CPU": (lambda: ignis.attention(Q, Q, Q),
-                             "attention_naive_forward: q.device: expected cuda (there is no CPU implementation), got cpu"),
-    "numpy on the CPU": (lambda: ignis.attention_naive(Q, Q, Q),
-                         "attention_naive_forward: q.device: expected cuda (there is no CPU implementation), got cpu"),
+    "attention on the CPU": (lambda: ignis.attention(Q, Q, Q), NO_CPU),
+    "numpy on the CPU": (lambda: ignis.attention_naive(Q, Q, Q), NO_CPU),
     "heads": (lambda: ignis.attention_naive(Q, Q[:, :, :1].repeat(3, axis=2), Q[:, :, :1].repeat(3, axis=2)),
               "attention_naive_forward: q.size(2) (heads_q): expected a multiple of heads_kv (3), got 2"),
     "v shape": (lambda: ignis.attention_naive(Q, Q, Q[:, :3]),

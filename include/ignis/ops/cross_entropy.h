@@ -14,9 +14,10 @@ bool cross_entropy_supported(Device device, DType dtype);
 // accumulated in fp32 (the mean over rows in fp64); 0 when every row is pad.
 // dlogits = (softmax(logits[i]) - onehot(targets[i])) / (number of non-pad rows), 0 on pad rows.
 // logits: [n, vocab]; targets: [n] i32/i64; loss: [1] f32; dlogits: [n, vocab] (logits' dtype) or an
-// undefined Tensor to skip the gradient, and may be `logits` itself (in place); row_loss: [n] f32 (0 on pad rows) or undefined. All
-// contiguous on one device. A target other than pad_id outside [0, vocab) throws ignis::Error; on
-// CUDA it is found on the device, and the call waits for the stream to check: one synchronization.
+// undefined Tensor to skip the gradient, and may be `logits` itself (in place); row_loss: [n] f32 (0 on
+// pad rows) or undefined. All contiguous on one device. A target other than pad_id outside [0, vocab)
+// throws ignis::Error; on CUDA it is found on the device, and the call waits for the stream to check: one
+// synchronization.
 void cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t pad_id, const Tensor& loss,
                    const Tensor& dlogits, const Tensor& row_loss = {}, Stream stream = {});
 
