@@ -55,7 +55,8 @@ def main():
 
     results = {}
     for name, dtype in (("float32", torch.float32), ("float64", torch.float64)):
-        model = AutoModelForCausalLM.from_pretrained(args.model_dir, gguf_file=args.model_file, torch_dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(args.model_dir, gguf_file=args.model_file,
+                                                     torch_dtype=torch.float32)
         model = model.to(dtype).eval()  # on the CPU: no TF32, no reduced-precision kernels
         with torch.no_grad():
             tokens, logits = greedy(model, prompt_ids, STEPS)

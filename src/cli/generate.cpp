@@ -52,8 +52,9 @@ Loaded load(const std::string& path, const std::string& device, const std::strin
   engine::ModelOptions options;
   options.device = Device::parse(device);
   options.threads = threads;
-  options.weights.format = weights.empty() ? (options.device.is_cuda() ? engine::WeightFormat::bf16 : engine::WeightFormat::q8)
-                                           : engine::parse_weight_format(weights);
+  options.weights.format = weights.empty()
+                               ? (options.device.is_cuda() ? engine::WeightFormat::bf16 : engine::WeightFormat::q8)
+                               : engine::parse_weight_format(weights);
   Loaded l;
   l.options = options;
   if (is_gpt2_path(path)) {

@@ -43,7 +43,8 @@ void add_generation_options(CLI::App* app, ignis::cli::GenerateArgs& a) {
       ->capture_default_str();
   app->add_option("--seed", a.seed, "Sampling seed")->capture_default_str();
   app->add_option("--device", a.device, "cpu or cuda")->capture_default_str();
-  app->add_option("--weights", a.weights, "Weight storage: q8, bf16 or f32 (default q8 on cpu, bf16 on cuda; cuda takes bf16 or f32)");
+  app->add_option("--weights", a.weights,
+                  "Weight storage: q8, bf16 or f32 (default q8 on cpu, bf16 on cuda; cuda takes bf16 or f32)");
   app->add_option("--threads", a.threads, "CPU threads")->capture_default_str();
   app->add_option("--context", a.context, "KV cache length; 0 is the model's context length")->capture_default_str();
   app->add_option("--system", a.system, "System message (chat template)");
@@ -88,7 +89,9 @@ int main(int argc, char** argv) {
   bench->add_option("--device", bench_args.device, "cpu or cuda")->capture_default_str();
   bench->add_option("--weights", bench_args.weights, "q8, bf16 or f32 (default q8 on cpu, bf16 on cuda)");
   bench->add_option("--threads", bench_args.threads, "CPU threads")->capture_default_str();
-  bench->add_option("--warmup", bench_args.warmup, "Unmeasured runs first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  bench->add_option("--warmup", bench_args.warmup, "Unmeasured runs first")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
 
   CLI11_PARSE(app, argc, argv);
   try {

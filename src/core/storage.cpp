@@ -19,7 +19,8 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t bytes, Device device) {
     const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
     if (rounded > 0) {
       data = std::aligned_alloc(alignment, rounded);
-      if (data == nullptr) throw Error(detail::concat("Storage::allocate: host allocation of ", bytes, " bytes failed"));
+      if (data == nullptr)
+        throw Error(detail::concat("Storage::allocate: host allocation of ", bytes, " bytes failed"));
     }
   } else {
 #if IGNIS_WITH_CUDA

@@ -18,10 +18,11 @@ void check_attention_batch(const AttentionBatch& a, const char* where) {
     check_dtype(*t, a.q.dtype(), where, name);
     check_device(*t, a.q.device(), where, name);
   }
-  for (const auto& [t, name] : {std::pair{&a.q, "q"}, {&a.k_cache, "k_cache"}, {&a.v_cache, "v_cache"}, {&a.out, "out"}})
+  for (const auto& [t, name] :
+       {std::pair{&a.q, "q"}, {&a.k_cache, "k_cache"}, {&a.v_cache, "v_cache"}, {&a.out, "out"}})
     check_contiguous(*t, where, name);
-  check_arg(heads_kv > 0 && heads_q % heads_kv == 0, where, "heads_kv", "a divisor of heads_q " + std::to_string(heads_q),
-            heads_kv);
+  check_arg(heads_kv > 0 && heads_q % heads_kv == 0, where, "heads_kv",
+            "a divisor of heads_q " + std::to_string(heads_q), heads_kv);
   check_arg(a.kv_lengths.size() == static_cast<std::size_t>(batch), where, "kv_lengths.size", batch,
             a.kv_lengths.size());
   for (std::int64_t len : a.kv_lengths)

@@ -63,7 +63,8 @@ GenerationResult Generator::generate(std::span<const std::int32_t> context, cons
   GenerationStats& stats = result.stats;
   stats.context_tokens = static_cast<std::int64_t>(context.size());
   if (static_cast<std::int64_t>(context.size()) > cache_.max_seq())
-    throw Error("context length exceeded: " + std::to_string(context.size()) + " > " + std::to_string(cache_.max_seq()));
+    throw Error("context length exceeded: " + std::to_string(context.size()) + " > " +
+                std::to_string(cache_.max_seq()));
 
   // Keep the common prefix, but run at least the last context token: its logits are needed.
   std::size_t keep = 0;

@@ -60,7 +60,8 @@ void KvCache::truncate(std::int64_t n) {
   length_ = n;
   if (device_lengths_.data() != nullptr) {
     const std::vector<std::int32_t> lengths(static_cast<std::size_t>(n_layers()), static_cast<std::int32_t>(n));
-    copy_bytes(device_lengths_.data(), device_lengths_.device(), lengths.data(), Device::cpu(), device_lengths_.nbytes());
+    copy_bytes(device_lengths_.data(), device_lengths_.device(), lengths.data(), Device::cpu(),
+               device_lengths_.nbytes());
   }
 }
 

@@ -189,7 +189,8 @@ void linear_forward(const LinearWeight& w, const float* x, float* y, std::int64_
   const std::int64_t rows = w.rows(), cols = w.cols();
   // Rows in multiples of 16 keep each thread's output a whole number of cache lines.
   pool.parallel_for(rows, 16, [&](std::int64_t r0, std::int64_t r1) {
-    if (w.format() == WeightFormat::f32) return gemm_rows_f32(w.f32_data() + r0 * cols, r1 - r0, cols, x, m, y + r0, rows);
+    if (w.format() == WeightFormat::f32)
+      return gemm_rows_f32(w.f32_data() + r0 * cols, r1 - r0, cols, x, m, y + r0, rows);
     if (m > kMatvecMaxRows) return gemm_widened(w, r0, r1, x, m, y);
     if (w.format() == WeightFormat::q8) {
       if (cpu_has_avx2_fma()) return matvec_q8_avx2(w.q8_data(), w.q8_scales(), cols, r0, r1, x, m, y, rows);

@@ -4,9 +4,9 @@
 // Decode reads every weight once per token, so its speed is the memory bandwidth divided by the
 // weight bytes. For the bundled 135M model: f32 ~540 MB per token, bf16 ~270 MB, q8 ~150 MB
 // (int8 with one f32 scale per block of 32 weights along the row, like ggml's Q8_0: each weight
-// moves by at most half a step, 1/254 of its block's largest magnitude). Products of a few rows (decode) run AVX2/FMA kernels that widen the weights in
-// registers; products of many rows (prefill) widen blocks of rows to f32 and call sgemm, where
-// the widening costs little next to the arithmetic.
+// moves by at most half a step, 1/254 of its block's largest magnitude). Products of a few rows (decode) run AVX2/FMA
+// kernels that widen the weights in registers; products of many rows (prefill) widen blocks of rows to f32 and call
+// sgemm, where the widening costs little next to the arithmetic.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -50,7 +50,8 @@ RopeScaling read_rope_scaling(const Keys& keys, std::int64_t context_length) {
   std::string type = keys.optional_string("rope.scaling.type").value_or("none");
   // Older files give only a linear factor.
   if (!keys.optional_string("rope.scaling.type") && keys.optional_real("rope.scale_linear")) type = "linear";
-  const double factor = keys.optional_real("rope.scaling.factor").value_or(keys.optional_real("rope.scale_linear").value_or(1.0));
+  const double factor =
+      keys.optional_real("rope.scaling.factor").value_or(keys.optional_real("rope.scale_linear").value_or(1.0));
   if (type == "none") return s;
   if (type == "linear") {
     s.kind = RopeScalingKind::linear;

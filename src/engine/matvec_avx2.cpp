@@ -35,7 +35,8 @@ void rows_kernel(const std::uint16_t* w, std::int64_t cols, std::int64_t r0, std
     for (; c + kStep <= cols; c += kStep) {
       for (int u = 0; u < U; ++u) {
         const __m256 wv = load_bf16x8(row + c + 8 * u);
-        for (int i = 0; i < M; ++i) acc[i][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + i * cols + c + 8 * u), acc[i][u]);
+        for (int i = 0; i < M; ++i)
+          acc[i][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + i * cols + c + 8 * u), acc[i][u]);
       }
     }
     for (; c + 8 <= cols; c += 8) {

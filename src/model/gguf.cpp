@@ -143,7 +143,8 @@ class GgufParser {
 
   void run() {
     const std::uint32_t magic = u32("magic");
-    if (magic != kMagic) fail(detail::concat("not a GGUF file (magic 0x", std::hex, magic, ", expected 0x", kMagic, ")"));
+    if (magic != kMagic)
+      fail(detail::concat("not a GGUF file (magic 0x", std::hex, magic, ", expected 0x", kMagic, ")"));
     const std::uint32_t version = u32("version");
     if (version == __builtin_bswap32(2u) || version == __builtin_bswap32(3u))
       fail("big-endian GGUF files are not supported");

@@ -94,12 +94,15 @@ SafetensorsFile SafetensorsFile::parse(std::span<const std::byte> bytes, std::st
 
 void SafetensorsFile::parse_header() {
   const std::uint64_t size = bytes_.size();
-  if (size < 8) fail_in(source_, detail::concat("truncated: file size ", size, " is smaller than the 8-byte header length"));
+  if (size < 8)
+    fail_in(source_, detail::concat("truncated: file size ", size, " is smaller than the 8-byte header length"));
   std::uint64_t header_len;
   std::memcpy(&header_len, bytes_.data(), 8);
-  if (header_len > kMaxHeaderBytes) fail_in(source_, detail::concat("header length ", header_len, " exceeds the limit ", kMaxHeaderBytes));
+  if (header_len > kMaxHeaderBytes)
+    fail_in(source_, detail::concat("header length ", header_len, " exceeds the limit ", kMaxHeaderBytes));
   if (header_len > size - 8)
-    fail_in(source_, detail::concat("header length ", header_len, " exceeds the ", size - 8, " bytes after the length field"));
+    fail_in(source_,
+            detail::concat("header length ", header_len, " exceeds the ", size - 8, " bytes after the length field"));
   data_offset_ = 8 + header_len;
   const std::uint64_t data_size = size - data_offset_;
 
@@ -140,9 +143,11 @@ void SafetensorsFile::parse_header() {
     t.n_elements = n;
     t.begin = (*offsets_it)[0].get<std::uint64_t>();
     t.end = (*offsets_it)[1].get<std::uint64_t>();
-    if (t.begin > t.end) fail_in(source_, detail::concat(what, ": data_offsets [", t.begin, ", ", t.end, ") are reversed"));
+    if (t.begin > t.end)
+      fail_in(source_, detail::concat(what, ": data_offsets [", t.begin, ", ", t.end, ") are reversed"));
     if (t.end > data_size)
-      fail_in(source_, detail::concat(what, ": data [", t.begin, ", ", t.end, ") exceeds the data section size ", data_size));
+      fail_in(source_,
+              detail::concat(what, ": data [", t.begin, ", ", t.end, ") exceeds the data section size ", data_size));
     const auto n_bytes = checked_mul(n, safetensors_dtype_size(t.dtype));
     if (!n_bytes || *n_bytes != t.end - t.begin)
       fail_in(source_, detail::concat(what, ": data_offsets [", t.begin, ", ", t.end, ") hold ", t.end - t.begin,

@@ -29,8 +29,8 @@ std::int32_t checked_id(const std::string& source, const char* what, std::int64_
 Tokenizer Tokenizer::from_spec(TokenizerSpec spec) {
   const std::string where = "tokenizer: " + spec.source;
   if (spec.tokens.empty()) throw Error(where + ": the vocabulary is empty");
-  check_arg(spec.types.size() == spec.tokens.size(), where, "token types", std::to_string(spec.tokens.size()) + " (one per token)",
-            spec.types.size());
+  check_arg(spec.types.size() == spec.tokens.size(), where, "token types",
+            std::to_string(spec.tokens.size()) + " (one per token)", spec.types.size());
   if (spec.tokens.size() > static_cast<std::size_t>(INT32_MAX)) throw Error(where + ": vocabulary too large");
 
   Tokenizer t;
@@ -90,9 +90,11 @@ Tokenizer Tokenizer::from_spec(TokenizerSpec spec) {
   if (spec.bos_id) t.bos_ = checked_id(spec.source, "bos token id", *spec.bos_id, n);
   if (spec.eos_id) t.eos_ = checked_id(spec.source, "eos token id", *spec.eos_id, n);
   if (t.eos_) t.stop_ids_.push_back(*t.eos_);
-  for (std::int64_t id : spec.end_of_turn_ids) t.stop_ids_.push_back(checked_id(spec.source, "end-of-turn token id", id, n));
+  for (std::int64_t id : spec.end_of_turn_ids)
+    t.stop_ids_.push_back(checked_id(spec.source, "end-of-turn token id", id, n));
   for (const Special& s : t.specials_) {
-    if (s.control && std::find(std::begin(kEndOfTurnTexts), std::end(kEndOfTurnTexts), s.text) != std::end(kEndOfTurnTexts))
+    if (s.control &&
+        std::find(std::begin(kEndOfTurnTexts), std::end(kEndOfTurnTexts), s.text) != std::end(kEndOfTurnTexts))
       t.stop_ids_.push_back(s.id);
   }
   std::sort(t.stop_ids_.begin(), t.stop_ids_.end());
@@ -138,7 +140,8 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool parse_sp
 
 void Tokenizer::check_id(std::int32_t id, const char* where) const {
   if (id < 0 || id >= vocab_size())
-    fail_expected(std::string("tokenizer: ") + where, "token id", "an id in [0, " + std::to_string(vocab_size()) + ")", id);
+    fail_expected(std::string("tokenizer: ") + where, "token id", "an id in [0, " + std::to_string(vocab_size()) + ")",
+                  id);
 }
 
 std::string Tokenizer::decode(std::span<const std::int32_t> ids, bool skip_special) const {

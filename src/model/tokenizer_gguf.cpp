@@ -28,7 +28,8 @@ TokenizerSpec tokenizer_spec_from_gguf(const GgufFile& file) {
   spec.tokens = file.get_array<std::string>("tokenizer.ggml.tokens");
   if (file.has("tokenizer.ggml.token_type")) {
     const auto raw = file.get_array<std::int32_t>("tokenizer.ggml.token_type");
-    check_arg(raw.size() == spec.tokens.size(), where, "tokenizer.ggml.token_type length", spec.tokens.size(), raw.size());
+    check_arg(raw.size() == spec.tokens.size(), where, "tokenizer.ggml.token_type length", spec.tokens.size(),
+              raw.size());
     spec.types.reserve(raw.size());
     for (std::size_t i = 0; i < raw.size(); ++i) {
       if (raw[i] < 1 || raw[i] > 6)

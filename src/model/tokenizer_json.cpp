@@ -32,7 +32,9 @@ std::string shown(const json& j) {
   return s.size() > kMax ? s.substr(0, kMax) + "..." : s;
 }
 
-bool is_true(const json& obj, const char* key) { return obj.contains(key) && obj[key].is_boolean() && obj[key].get<bool>(); }
+bool is_true(const json& obj, const char* key) {
+  return obj.contains(key) && obj[key].is_boolean() && obj[key].get<bool>();
+}
 
 // The two pre-tokenizers the engine has: plain ByteLevel (GPT-2) and SmolLM's digits-then-ByteLevel.
 PreTokenizer parse_pre_tokenizer(const json& pre, const std::string& where) {
@@ -47,7 +49,8 @@ PreTokenizer parse_pre_tokenizer(const json& pre, const std::string& where) {
         is_true(seq[0], "individual_digits") && byte_level_ok(seq[1]))
       return PreTokenizer::SmolLM;
   }
-  throw Error(where + ": pre_tokenizer not supported (only ByteLevel, or Digits(individual) then ByteLevel): " + shown(pre));
+  throw Error(where +
+              ": pre_tokenizer not supported (only ByteLevel, or Digits(individual) then ByteLevel): " + shown(pre));
 }
 
 // A token named in tokenizer_config.json: a string, or an object with "content".
@@ -97,10 +100,12 @@ Tokenizer Tokenizer::from_hf_json(const std::string& path) {
     std::vector<std::pair<std::int64_t, std::string>> entries;
     for (const auto& [text, id] : model["vocab"].items()) entries.emplace_back(id.get<std::int64_t>(), text);
     const json added = root.value("added_tokens", json::array());
-    for (const json& a : added) entries.emplace_back(a.at("id").get<std::int64_t>(), a.at("content").get<std::string>());
+    for (const json& a : added)
+      entries.emplace_back(a.at("id").get<std::int64_t>(), a.at("content").get<std::string>());
     std::int64_t n = 0;
     for (const auto& e : entries) {
-      if (e.first < 0 || e.first >= INT32_MAX) fail_expected(where, "token id of '" + e.second + "'", "an id in [0, 2^31 - 1)", e.first);
+      if (e.first < 0 || e.first >= INT32_MAX)
+        fail_expected(where, "token id of '" + e.second + "'", "an id in [0, 2^31 - 1)", e.first);
       n = std::max(n, e.first + 1);
     }
     spec.tokens.assign(static_cast<std::size_t>(n), {});
@@ -119,7 +124,8 @@ Tokenizer Tokenizer::from_hf_json(const std::string& path) {
       spec.types[a.at("id").get<std::int64_t>()] = is_true(a, "special") ? TokenType::Control : TokenType::UserDefined;
     }
 
-    if (!model.contains("merges") || !model["merges"].is_array()) throw Error(where + ": model has no \"merges\" array");
+    if (!model.contains("merges") || !model["merges"].is_array())
+      throw Error(where + ": model has no \"merges\" array");
     for (const json& m : model["merges"]) {
       // Older files write "left right", newer ones ["left", "right"].
       if (m.is_array() && m.size() == 2) {
@@ -128,7 +134,8 @@ Tokenizer Tokenizer::from_hf_json(const std::string& path) {
       }
       const std::string s = m.is_string() ? m.get<std::string>() : std::string();
       const std::size_t space = s.find(' ');
-      if (space == std::string::npos || space == 0 || space + 1 == s.size() || s.find(' ', space + 1) != std::string::npos)
+      if (space == std::string::npos || space == 0 || space + 1 == s.size() ||
+          s.find(' ', space + 1) != std::string::npos)
         throw Error(where + ": merge " + shown(m) + ": expected two tokens separated by one space");
       spec.merges.emplace_back(s.substr(0, space), s.substr(space + 1));
     }

@@ -10,7 +10,9 @@
 
 namespace ignis {
 
-bool kv_cache_supported(Device device, DType dtype) { return is_floating(dtype) && (device.is_cpu() || IGNIS_WITH_CUDA); }
+bool kv_cache_supported(Device device, DType dtype) {
+  return is_floating(dtype) && (device.is_cpu() || IGNIS_WITH_CUDA);
+}
 
 void kv_cache_append(const Tensor& k_cache, const Tensor& v_cache, const Tensor& k_new, const Tensor& v_new,
                      const Tensor& lengths, std::span<std::int64_t> host_lengths, [[maybe_unused]] Stream stream) {
@@ -36,7 +38,8 @@ void kv_cache_append(const Tensor& k_cache, const Tensor& v_cache, const Tensor&
     for (std::int64_t b = 0; b < batch; ++b)
       check_arg(dev_lengths[b] == host_lengths[b], where, detail::concat("lengths[", b, "]"),
                 detail::concat(host_lengths[b], " (host_lengths)"), dev_lengths[b]);
-    const std::int64_t row_bytes = k_cache.size(2) * k_cache.size(3) * static_cast<std::int64_t>(dtype_size(k_cache.dtype()));
+    const std::int64_t row_bytes =
+        k_cache.size(2) * k_cache.size(3) * static_cast<std::int64_t>(dtype_size(k_cache.dtype()));
     cpu::kv_cache_append(k_cache.data(), k_new.data(), dev_lengths, batch, max_seqlen, new_tokens, row_bytes);
     cpu::kv_cache_append(v_cache.data(), v_new.data(), dev_lengths, batch, max_seqlen, new_tokens, row_bytes);
     for (std::int64_t b = 0; b < batch; ++b) dev_lengths[b] += static_cast<std::int32_t>(new_tokens);

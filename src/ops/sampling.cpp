@@ -96,7 +96,8 @@ void sample(const Tensor& logits, const SamplingParams& params, const Tensor& id
   const std::int64_t rows = logits.size(0), vocab = logits.size(1);
   check_arg(vocab > 0 || rows == 0, where, "vocab", "> 0", vocab);
   if (rows == 0) return;
-  const auto plan = sampling::make_plan(params.temperature, params.top_k, params.top_p, params.seed, params.step, vocab);
+  const auto plan =
+      sampling::make_plan(params.temperature, params.top_k, params.top_p, params.seed, params.step, vocab);
   if (logits.device().is_cpu())
     return cpu::sample_f32(logits.data_as<const float>(), ids.data_as<std::int32_t>(), rows, vocab, plan);
 #if IGNIS_WITH_CUDA

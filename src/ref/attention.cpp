@@ -21,7 +21,9 @@ struct Index {
   std::int64_t kv(std::int64_t b, std::int64_t j, std::int64_t h) const {
     return ((b * p.seqlen_k + j) * p.heads_kv + h / (p.heads_q / p.heads_kv)) * p.head_dim;
   }
-  std::int64_t lse(std::int64_t b, std::int64_t h, std::int64_t i) const { return (b * p.heads_q + h) * p.seqlen_q + i; }
+  std::int64_t lse(std::int64_t b, std::int64_t h, std::int64_t i) const {
+    return (b * p.heads_q + h) * p.seqlen_q + i;
+  }
 };
 
 // x: [expected], any shape flattened.

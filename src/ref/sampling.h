@@ -14,8 +14,8 @@
 //   cumulative q exceeds u * sum(q). A row without a finite logit gives its argmax.
 // The implementations compute the same rule on fixed-point weights (sampling_rule.h), so they can
 // disagree with this reference only when u * sum(q), or the top-p target, lies within ~4e-9 of the
-// total of a cumulative boundary (vocab <= 2^18; see sampling_rule.h). `margin` reports that distance, relative to the row total, so
-// tests can set such draws aside instead of accepting a tolerance on ids.
+// total of a cumulative boundary (vocab <= 2^18; see sampling_rule.h). `margin` reports that distance, relative to the
+// row total, so tests can set such draws aside instead of accepting a tolerance on ids.
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -48,7 +48,8 @@ std::vector<double> reference(const Case& c, const std::vector<float>& q, const 
         for (double& x : s) sum += (x = std::exp(x - mx));
         for (std::int64_t j = 0; j < visible; ++j) {
           const std::int64_t vrow = ((b * c.max_seq + j) * c.heads_kv + h / group) * c.head_dim;
-          for (std::int64_t d = 0; d < c.head_dim; ++d) out[qrow + d] += s[static_cast<std::size_t>(j)] / sum * v[vrow + d];
+          for (std::int64_t d = 0; d < c.head_dim; ++d)
+            out[qrow + d] += s[static_cast<std::size_t>(j)] / sum * v[vrow + d];
         }
       }
   return out;

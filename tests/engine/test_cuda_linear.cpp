@@ -29,7 +29,8 @@ void check_linear(DType dtype, std::int64_t m, std::int64_t out, std::int64_t in
   const Tensor tw = test::make_tensor(w, {out, in}, dtype, dev);
   const Tensor tx = test::make_tensor(x, {m, in}, dtype, dev);
   const Tensor tb = test::make_tensor(b, {out}, DType::f32, dev);
-  const Tensor ty = accumulate ? test::make_tensor(y0, {m, out}, DType::f32, dev) : test::make_poisoned({m, out}, DType::f32, dev);
+  const Tensor ty =
+      accumulate ? test::make_tensor(y0, {m, out}, DType::f32, dev) : test::make_poisoned({m, out}, DType::f32, dev);
   CublasLt lt(dev);
   lt.linear(tw, tx.data(), ty.data_as<float>(), m, accumulate ? 1.0f : 0.0f, Stream{}, with_bias ? &tb : nullptr);
   synchronize();
@@ -38,7 +39,8 @@ void check_linear(DType dtype, std::int64_t m, std::int64_t out, std::int64_t in
   for (std::int64_t r = 0; r < m; ++r)
     for (std::int64_t o = 0; o < out; ++o) {
       double sum = 0.0;
-      for (std::int64_t i = 0; i < in; ++i) sum += x[static_cast<std::size_t>(r * in + i)] * w[static_cast<std::size_t>(o * in + i)];
+      for (std::int64_t i = 0; i < in; ++i)
+        sum += x[static_cast<std::size_t>(r * in + i)] * w[static_cast<std::size_t>(o * in + i)];
       if (with_bias) sum += static_cast<float>(b[static_cast<std::size_t>(o)]);
       if (accumulate) sum += static_cast<float>(y0[static_cast<std::size_t>(r * out + o)]);
       want[static_cast<std::size_t>(r * out + o)] = sum;

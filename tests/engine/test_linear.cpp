@@ -147,7 +147,8 @@ TEST(Linear, WeightStorage) {
   EXPECT_EQ(parse_weight_format("q8"), WeightFormat::q8);
   EXPECT_ERROR_CONTAINS(parse_weight_format("q4"), "weight format: name: expected f32, bf16 or q8, got q4");
   EXPECT_ERROR_CONTAINS(LinearWeight(w, 4, 3, WeightFormat::f32), "LinearWeight: values.size: expected 12, got 6");
-  EXPECT_ERROR_CONTAINS(LinearWeight(w, 0, 3, WeightFormat::f32), "LinearWeight: shape: expected positive rows and cols, got 0 x 3");
+  EXPECT_ERROR_CONTAINS(LinearWeight(w, 0, 3, WeightFormat::f32),
+                        "LinearWeight: shape: expected positive rows and cols, got 0 x 3");
 }
 
 TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {

@@ -81,7 +81,8 @@ TEST(LlamaConfig, RopeScaling) {
 
   GgufWriter unknown = minimal_writer();
   unknown.add_string("llama.rope.scaling.type", "longrope");
-  EXPECT_ERROR_CONTAINS(config_of(unknown), "llama config: llama.rope.scaling.type: expected none, linear or yarn, got longrope");
+  EXPECT_ERROR_CONTAINS(config_of(unknown),
+                        "llama config: llama.rope.scaling.type: expected none, linear or yarn, got longrope");
 
   GgufWriter zero = minimal_writer();
   zero.add_string("llama.rope.scaling.type", "linear");
@@ -106,9 +107,11 @@ TEST(LlamaConfig, Errors) {
     std::uint32_t value;
     const char* message;
   } bad_keys[] = {
-      {"llama.attention.head_count_kv", 3, "llama config: attention.head_count_kv: expected a divisor of head_count 4, got 3"},
+      {"llama.attention.head_count_kv", 3,
+       "llama config: attention.head_count_kv: expected a divisor of head_count 4, got 3"},
       {"llama.attention.key_length", 7, "llama config: head_dim: expected an even number, got 7"},
-      {"llama.rope.dimension_count", 10, "llama config: rope.dimension_count: expected an even number in (0, head_dim = 8], got 10"},
+      {"llama.rope.dimension_count", 10,
+       "llama config: rope.dimension_count: expected an even number in (0, head_dim = 8], got 10"},
       {"llama.attention.value_length", 16, "llama.attention.value_length: expected the key length 8, got 16"},
       {"llama.vocab_size", 0, "llama config: vocab_size: expected > 0, got 0"},
   };
@@ -150,7 +153,8 @@ TEST(LlamaWeights, LoadsAndChecksShapes) {
     return w.build();
   }();
   const model::GgufFile bad_file = model::GgufFile::parse(bad);
-  EXPECT_ERROR_CONTAINS(LlamaWeights::load(bad_file, c), "llama weights: blk.1.attn_norm.weight: expected a tensor of shape [24], got none");
+  EXPECT_ERROR_CONTAINS(LlamaWeights::load(bad_file, c),
+                        "llama weights: blk.1.attn_norm.weight: expected a tensor of shape [24], got none");
 
   test::TinyLlama wide = m;
   wide.spec.ffn = 41;
@@ -160,7 +164,8 @@ TEST(LlamaWeights, LoadsAndChecksShapes) {
   test::add_tiny_llama_tensors(ww, wide);
   const test::Bytes wide_bytes = ww.build();
   const model::GgufFile wide_file = model::GgufFile::parse(wide_bytes);
-  EXPECT_ERROR_CONTAINS(LlamaWeights::load(wide_file, c), "llama weights: blk.0.ffn_gate.weight.shape: expected [40, 24], got [41, 24]");
+  EXPECT_ERROR_CONTAINS(LlamaWeights::load(wide_file, c),
+                        "llama weights: blk.0.ffn_gate.weight.shape: expected [40, 24], got [41, 24]");
 }
 
 }  // namespace

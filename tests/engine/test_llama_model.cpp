@@ -129,8 +129,9 @@ TEST(LlamaModel, Bf16WeightsMatchReferenceOnRoundedWeights) {
   KvCache cache = l.model->make_cache();
   auto logits = l.model->forward(std::span(tokens).first(9), cache, true);
   for (std::size_t t = 0; t < 9; ++t)
-    EXPECT_LT(row_error(logits.subspan(t * static_cast<std::size_t>(s.vocab), static_cast<std::size_t>(s.vocab)), want[t]),
-              kF32Tol)
+    EXPECT_LT(
+        row_error(logits.subspan(t * static_cast<std::size_t>(s.vocab), static_cast<std::size_t>(s.vocab)), want[t]),
+        kF32Tol)
         << t;
   for (std::size_t t = 9; t < 12; ++t) {
     logits = l.model->forward(std::span(tokens).subspan(t, 1), cache);
@@ -158,7 +159,8 @@ TEST(LlamaModel, BadArguments) {
   Loaded l = load(m);
   KvCache cache = l.model->make_cache();
   const std::vector<std::int32_t> bad = {1, 37};
-  EXPECT_ERROR_CONTAINS(l.model->forward(bad, cache), "LlamaModel::forward: tokens[1]: expected an id in [0, 37), got 37");
+  EXPECT_ERROR_CONTAINS(l.model->forward(bad, cache),
+                        "LlamaModel::forward: tokens[1]: expected an id in [0, 37), got 37");
   const std::vector<std::int32_t> negative = {-1};
   EXPECT_ERROR_CONTAINS(l.model->forward(negative, cache), "got -1");
   EXPECT_ERROR_CONTAINS(l.model->forward({}, cache), "tokens: expected at least one token");

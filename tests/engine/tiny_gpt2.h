@@ -139,7 +139,8 @@ inline nlohmann::json tiny_gpt2_tokenizer_json() {
     if (spec.types[i] == model::TokenType::Normal)
       vocab[spec.tokens[i]] = i;
     else
-      added.push_back({{"id", i}, {"content", spec.tokens[i]}, {"special", spec.types[i] == model::TokenType::Control}});
+      added.push_back(
+          {{"id", i}, {"content", spec.tokens[i]}, {"special", spec.types[i] == model::TokenType::Control}});
   }
   for (const auto& [a, b] : spec.merges) merges.push_back(a + " " + b);
   return {{"version", "1.0"},
@@ -227,7 +228,8 @@ inline std::vector<std::vector<double>> ref_gpt2_forward(const TinyGpt2& m, cons
       x[t][i] = m.wte[static_cast<std::size_t>(tokens[t]) * D + i] + m.wpe[t * D + i];
   for (const TinyGpt2Layer& L : m.layers) {
     std::vector<std::vector<double>> qkv(n);
-    for (std::size_t t = 0; t < n; ++t) qkv[t] = ref_conv1d(ref_layernorm(x[t], L.ln1_w, L.ln1_b, s.eps), L.attn_w, L.attn_b);
+    for (std::size_t t = 0; t < n; ++t)
+      qkv[t] = ref_conv1d(ref_layernorm(x[t], L.ln1_w, L.ln1_b, s.eps), L.attn_w, L.attn_b);
     for (std::size_t t = 0; t < n; ++t) {
       std::vector<double> attn(D, 0.0);
       for (std::size_t h = 0; h < H; ++h) {

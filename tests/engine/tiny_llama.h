@@ -61,7 +61,8 @@ inline TinyLlama make_tiny_llama(const TinyLlamaSpec& s) {
     t.wq = random_values(rng, n(s.heads * s.head_dim, s.dim), 3.0 * in_scale);
     t.wk = random_values(rng, n(s.kv_heads * s.head_dim, s.dim), 3.0 * in_scale);
     t.wv = random_values(rng, n(s.kv_heads * s.head_dim, s.dim), in_scale);
-    t.wo = random_values(rng, n(s.dim, s.heads * s.head_dim), 1.0 / std::sqrt(static_cast<double>(s.heads * s.head_dim)));
+    t.wo =
+        random_values(rng, n(s.dim, s.heads * s.head_dim), 1.0 / std::sqrt(static_cast<double>(s.heads * s.head_dim)));
     t.gate = random_values(rng, n(s.ffn, s.dim), in_scale);
     t.up = random_values(rng, n(s.ffn, s.dim), in_scale);
     t.down = random_values(rng, n(s.dim, s.ffn), 1.0 / std::sqrt(static_cast<double>(s.ffn)));
@@ -92,7 +93,8 @@ inline std::vector<double> to_gguf_rows(const std::vector<double>& w, std::int64
     for (std::int64_t half = 0; half < 2; ++half)
       for (std::int64_t i = 0; i < half_dim; ++i) {
         const std::int64_t src = h * head_dim + half * half_dim + i, dst = h * head_dim + 2 * i + half;
-        for (std::int64_t c = 0; c < cols; ++c) out[static_cast<std::size_t>(dst * cols + c)] = w[static_cast<std::size_t>(src * cols + c)];
+        for (std::int64_t c = 0; c < cols; ++c)
+          out[static_cast<std::size_t>(dst * cols + c)] = w[static_cast<std::size_t>(src * cols + c)];
       }
   return out;
 }
@@ -186,7 +188,8 @@ inline void ref_rope(std::vector<double>& v, std::int64_t head_dim, std::int64_t
   const std::int64_t half = head_dim / 2;
   for (std::size_t base = 0; base < v.size(); base += static_cast<std::size_t>(head_dim))
     for (std::int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(pos) * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+      const double angle =
+          static_cast<double>(pos) * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
       const double a = v[base + static_cast<std::size_t>(i)], b = v[base + static_cast<std::size_t>(i + half)];
       v[base + static_cast<std::size_t>(i)] = a * std::cos(angle) - b * std::sin(angle);
       v[base + static_cast<std::size_t>(i + half)] = b * std::cos(angle) + a * std::sin(angle);

@@ -33,8 +33,8 @@ bool light_run() {
 std::mt19937_64 case_rng(std::uint64_t salt) {
   std::uint64_t base = 0x1915'2026;
   if (const char* env = std::getenv("IGNIS_TEST_SEED")) base = std::strtoull(env, nullptr, 0);
-  std::seed_seq seq{static_cast<std::uint32_t>(base), static_cast<std::uint32_t>(base >> 32), static_cast<std::uint32_t>(salt),
-                    static_cast<std::uint32_t>(salt >> 32)};
+  std::seed_seq seq{static_cast<std::uint32_t>(base), static_cast<std::uint32_t>(base >> 32),
+                    static_cast<std::uint32_t>(salt), static_cast<std::uint32_t>(salt >> 32)};
   return std::mt19937_64(seq);
 }
 

@@ -7,7 +7,9 @@
 namespace ignis::test {
 
 // The source tree's root, from this header's path.
-inline std::filesystem::path source_root() { return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path(); }
+inline std::filesystem::path source_root() {
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+}
 
 // IGNIS_TEST_MODEL, else the copy under .deps next to this source tree or the working directory;
 // empty when none exists (scripts/setup.sh fetches it).

@@ -38,7 +38,8 @@ inline Bytes q8_0_block_a() {
 inline Bytes q8_0_block_b() {
   Bytes b;
   put(b, kF16MinusTwo);
-  for (int i = 0; i < 32; ++i) put<std::int8_t>(b, static_cast<std::int8_t>(i == 0 ? 127 : i == 1 ? -128 : i == 31 ? 1 : 0));
+  for (int i = 0; i < 32; ++i)
+    put<std::int8_t>(b, static_cast<std::int8_t>(i == 0 ? 127 : i == 1 ? -128 : i == 31 ? 1 : 0));
   return b;
 }
 

@@ -38,7 +38,8 @@ TEST(GgufSmolLM2, OpensAsLlama) {
   EXPECT_GT(nonzero, w.size() / 2);
 
   // Every tensor of the file lies inside it and has a type the engine can decode.
-  for (const GgufTensor& t : g.tensors()) EXPECT_TRUE(ggml_can_dequantize(t.type)) << t.name << " " << ggml_type_name(t.type);
+  for (const GgufTensor& t : g.tensors())
+    EXPECT_TRUE(ggml_can_dequantize(t.type)) << t.name << " " << ggml_type_name(t.type);
   const GgufTensor& q = g.tensor("blk.0.attn_q.weight");
   EXPECT_EQ(q.shape, (std::vector<std::int64_t>{576, 576}));
   EXPECT_EQ(g.tensor("blk.0.attn_k.weight").shape, (std::vector<std::int64_t>{192, 576}));

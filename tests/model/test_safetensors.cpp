@@ -82,8 +82,10 @@ TEST(Safetensors, RejectsBadJson) {
   EXPECT_PARSE_ERROR(header_only("{\"a\": "), "header is not valid JSON");
   EXPECT_PARSE_ERROR(header_only("[1, 2]"), "header: expected a JSON object, got array");
   EXPECT_PARSE_ERROR(header_only("{\"a\": 3}"), "tensor 'a': expected a JSON object");
-  EXPECT_PARSE_ERROR(header_only(R"({"a": {"shape": [], "data_offsets": [0, 0]}})"), "tensor 'a': missing string 'dtype'");
-  EXPECT_PARSE_ERROR(header_only(R"({"a": {"dtype": "F32", "data_offsets": [0, 0]}})"), "tensor 'a': missing array 'shape'");
+  EXPECT_PARSE_ERROR(header_only(R"({"a": {"shape": [], "data_offsets": [0, 0]}})"),
+                     "tensor 'a': missing string 'dtype'");
+  EXPECT_PARSE_ERROR(header_only(R"({"a": {"dtype": "F32", "data_offsets": [0, 0]}})"),
+                     "tensor 'a': missing array 'shape'");
   EXPECT_PARSE_ERROR(header_only(R"({"a": {"dtype": "F32", "shape": [0], "data_offsets": [0]}})"),
                      "'data_offsets' must be two non-negative integers");
   EXPECT_PARSE_ERROR(header_only(R"({"a": {"dtype": "F32", "shape": [0], "data_offsets": [-1, 0]}})"),

@@ -68,7 +68,8 @@ TEST(TokenizerGguf, ReadsTheTokenizerKeys) {
   // "smollm" splits digits from the space before them; "gpt2" keeps " 1" for the merge "Ġ 1".
   EXPECT_EQ(t.encode("a 12"), (Ids{'a', ' ', '1', '2'}));
   EXPECT_TRUE(t.has_chat_template());
-  EXPECT_EQ(t.apply_chat_template(std::vector<ChatMessage>{{"system", "s"}}, false), "<|im_start|>system\ns<|im_end|>\n");
+  EXPECT_EQ(t.apply_chat_template(std::vector<ChatMessage>{{"system", "s"}}, false),
+            "<|im_start|>system\ns<|im_end|>\n");
 
   GgufTokenizerKeys gpt2;
   gpt2.pre = "gpt2";

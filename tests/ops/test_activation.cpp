@@ -73,7 +73,8 @@ void check_case(const Case& c, const Impl& impl, const Shape& shape, int offset,
     auto v = test::random_normal(rng, n, i == 0 ? 4.0 : 1.0);
     if (i == 0) {
       const double special[] = {0.0, 30.0, -30.0, 100.0, -100.0, 1e4, -1e4};
-      for (std::size_t k = 0; k < std::size(special) && static_cast<std::int64_t>(k) * 7 < n; ++k) v[k * 7] = special[k];
+      for (std::size_t k = 0; k < std::size(special) && static_cast<std::int64_t>(k) * 7 < n; ++k)
+        v[k * 7] = special[k];
     }
     vals.push_back(test::quantize(v, impl.dtype));
     in.push_back(offset_tensor(vals.back(), shape, impl, offset, false, keep[i]));

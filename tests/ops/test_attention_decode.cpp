@@ -51,7 +51,8 @@ Inputs make_inputs(const Case& c, DType dtype, std::uint64_t salt) {
   const auto row = static_cast<std::size_t>(c.heads_kv * c.head_dim);
   const auto cache_count = static_cast<std::size_t>(c.batch() * c.capacity) * row;
   Inputs in;
-  in.q = test::quantize(test::random_normal(rng, static_cast<std::size_t>(c.batch() * c.heads_q() * c.head_dim)), dtype);
+  in.q =
+      test::quantize(test::random_normal(rng, static_cast<std::size_t>(c.batch() * c.heads_q() * c.head_dim)), dtype);
   in.k = test::quantize(test::random_normal(rng, cache_count), dtype);
   in.v = test::quantize(test::random_normal(rng, cache_count), dtype);
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -139,7 +140,8 @@ TEST_P(AttentionDecodeOp, OddLengthsAndShapes) {
   run_case(impl, make_case(1, 5, 96, 90, {90, 45}), ++salt);
   run_case(impl, make_case(1, 2, 256, 600, {599, 17}), ++salt);
   run_case(impl, make_case(1, 1, 256, 40, {40}), ++salt);
-  for (std::int64_t head_dim : {8, 16, 24, 40, 136, 248}) run_case(impl, make_case(2, 1, head_dim, 50, {37, 50}), ++salt);
+  for (std::int64_t head_dim : {8, 16, 24, 40, 136, 248})
+    run_case(impl, make_case(2, 1, head_dim, 50, {37, 50}), ++salt);
   // Out-of-range lengths are clamped to [0, capacity].
   run_case(impl, make_case(1, 3, 64, 33, {-5, 40, 33, 0}), ++salt);
 }
@@ -282,7 +284,8 @@ TEST_P(AttentionDecodeOp, RejectsBadArguments) {
 
   // Non-contiguous and misaligned views.
   Tensor wide = make({2, 1, 4, 32});
-  Tensor strided_q = Tensor::view(wide.data(), impl.dtype, impl.device, {2, 1, 4, 16}, contiguous_strides({2, 1, 4, 32}));
+  Tensor strided_q =
+      Tensor::view(wide.data(), impl.dtype, impl.device, {2, 1, 4, 16}, contiguous_strides({2, 1, 4, 32}));
   EXPECT_ERROR_CONTAINS(attention_decode_forward(strided_q, k, v, len, o, none), "attention_decode_forward: q.strides");
   Tensor big = make({2 * 7 * 2 * 16 + 8});
   Tensor shifted_k = Tensor::view(static_cast<char*>(big.data()) + dtype_size(impl.dtype), impl.dtype, impl.device,
@@ -306,13 +309,15 @@ TEST(AttentionDecodeOp, RejectsTheCpuAndF64) {
   EXPECT_FALSE(attention_decode_supported(Device::cuda(0), DType::f64));
   std::vector<std::int32_t> host_lengths = {3};
   const Device cpu = Device::cpu();
-  Tensor q = test::make_poisoned({1, 1, 2, 16}, DType::f32, cpu), k = test::make_poisoned({1, 4, 2, 16}, DType::f32, cpu);
+  Tensor q = test::make_poisoned({1, 1, 2, 16}, DType::f32, cpu),
+         k = test::make_poisoned({1, 4, 2, 16}, DType::f32, cpu);
   Tensor len = Tensor::view(host_lengths.data(), DType::i32, cpu, {1});
   try {
     attention_decode_forward(q, k, k, len, q, {});
     ADD_FAILURE() << "a CPU call was accepted";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "attention_decode_forward: q.device: expected cuda (there is no CPU implementation), got cpu");
+    EXPECT_STREQ(e.what(),
+                 "attention_decode_forward: q.device: expected cuda (there is no CPU implementation), got cpu");
   }
 }
 

@@ -251,8 +251,8 @@ TEST_P(AttentionNaiveOp, KvCacheWithDeviceLengths) {
     const std::vector<std::int32_t> lengths = {static_cast<std::int32_t>(seqlen_q), 17, 37};
     auto rng = test::case_rng(++salt);
     const Shape q_shape{batch, seqlen_q, heads_q, head_dim}, cache_shape{batch, capacity, heads_kv, head_dim};
-    const auto q = test::quantize(test::random_normal(rng, static_cast<std::size_t>(batch * seqlen_q * heads_q * head_dim)),
-                                  impl.dtype);
+    const auto q = test::quantize(
+        test::random_normal(rng, static_cast<std::size_t>(batch * seqlen_q * heads_q * head_dim)), impl.dtype);
     const auto cache_count = static_cast<std::size_t>(batch * capacity * heads_kv * head_dim);
     auto k = test::quantize(test::random_normal(rng, cache_count), impl.dtype);
     auto v = test::quantize(test::random_normal(rng, cache_count), impl.dtype);
@@ -290,7 +290,8 @@ TEST_P(AttentionNaiveOp, KvCacheWithDeviceLengths) {
       const auto v0 = v.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b * capacity) * row);
       const std::vector<double> k_b(k0, k0 + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(len) * row));
       const std::vector<double> v_b(v0, v0 + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(len) * row));
-      const auto ref = ref::attention_forward(q_b, k_b, v_b, to_ref(shaped(1, heads_kv, ratio, seqlen_q, len, head_dim, params)));
+      const auto ref =
+          ref::attention_forward(q_b, k_b, v_b, to_ref(shaped(1, heads_kv, ratio, seqlen_q, len, head_dim, params)));
       const std::vector<double> o_b(got_o.begin() + static_cast<std::ptrdiff_t>(b * q_size),
                                     got_o.begin() + static_cast<std::ptrdiff_t>((b + 1) * q_size));
       const std::vector<double> lse_b(got_lse.begin() + static_cast<std::ptrdiff_t>(b * lse_size),
@@ -319,7 +320,8 @@ TEST(AttentionNaiveOp, RejectsTheCpu) {
     attention_naive_forward(t.q, t.k, t.v, t.o, t.lse, {});
     ADD_FAILURE() << "a CPU call was accepted";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "attention_naive_forward: q.device: expected cuda (there is no CPU implementation), got cpu");
+    EXPECT_STREQ(e.what(),
+                 "attention_naive_forward: q.device: expected cuda (there is no CPU implementation), got cpu");
   }
 }
 

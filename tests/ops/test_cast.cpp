@@ -51,7 +51,8 @@ TEST_P(CastOp, RoundTripsThroughEveryFloatingType) {
       cast(src, dst);
       const auto got = test::read_tensor(dst);
       const auto expected = test::quantize(src_values, to);
-      for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << from << " -> " << to << " at " << i;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], expected[i]) << from << " -> " << to << " at " << i;
     }
 }
 
@@ -91,7 +92,9 @@ TEST(CastOpArgs, RejectsMismatches) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, CastOp, testing::Values(Device::cpu(), Device::cuda(0)),
-                         [](const testing::TestParamInfo<Device>& info) { return info.param.is_cpu() ? "cpu" : "cuda"; });
+                         [](const testing::TestParamInfo<Device>& info) {
+                           return info.param.is_cpu() ? "cpu" : "cuda";
+                         });
 
 }  // namespace
 }  // namespace ignis

@@ -37,8 +37,12 @@ std::vector<double> naive_output(const std::vector<double>& q, const std::vector
   const std::int64_t D = p.head_dim, group = p.heads_q / p.heads_kv;
   std::vector<double> o(q.size(), 0.0);
   std::vector<double> s(static_cast<std::size_t>(p.seqlen_k));
-  auto q_at = [&](std::int64_t b, std::int64_t i, std::int64_t h) { return ((b * p.seqlen_q + i) * p.heads_q + h) * D; };
-  auto kv_at = [&](std::int64_t b, std::int64_t j, std::int64_t h) { return ((b * p.seqlen_k + j) * p.heads_kv + h) * D; };
+  auto q_at = [&](std::int64_t b, std::int64_t i, std::int64_t h) {
+    return ((b * p.seqlen_q + i) * p.heads_q + h) * D;
+  };
+  auto kv_at = [&](std::int64_t b, std::int64_t j, std::int64_t h) {
+    return ((b * p.seqlen_k + j) * p.heads_kv + h) * D;
+  };
   for (std::int64_t b = 0; b < p.batch; ++b)
     for (std::int64_t h = 0; h < p.heads_q; ++h)
       for (std::int64_t i = 0; i < p.seqlen_q; ++i) {
@@ -49,7 +53,8 @@ std::vector<double> naive_output(const std::vector<double>& q, const std::vector
           if (!ref::attention_visible(p, i, j)) continue;
           double dot = 0;
           for (std::int64_t d = 0; d < D; ++d)
-            dot += q[static_cast<std::size_t>(q_at(b, i, h) + d)] * k[static_cast<std::size_t>(kv_at(b, j, h / group) + d)];
+            dot += q[static_cast<std::size_t>(q_at(b, i, h) + d)] *
+                   k[static_cast<std::size_t>(kv_at(b, j, h / group) + d)];
           sj = p.scale * dot;
           if (p.softcap > 0) sj = p.softcap * std::tanh(sj / p.softcap);
           max = std::max(max, sj);
@@ -289,7 +294,8 @@ TEST_P(FlashAttentionOp, WithoutLseWritesTheSameOutput) {
   const Case c = shaped(1, 2, 2, 100, 100, 64, {.causal = true});
   const auto p = to_ref(c);
   const Inputs in = random_inputs(p, impl.dtype, 1700);
-  const Shape q_shape{p.batch, p.seqlen_q, p.heads_q, p.head_dim}, kv_shape{p.batch, p.seqlen_k, p.heads_kv, p.head_dim};
+  const Shape q_shape{p.batch, p.seqlen_q, p.heads_q, p.head_dim},
+      kv_shape{p.batch, p.seqlen_k, p.heads_kv, p.head_dim};
   Tensor tq = test::make_tensor(in.q, q_shape, impl.dtype, impl.device);
   Tensor tk = test::make_tensor(in.k, kv_shape, impl.dtype, impl.device);
   Tensor tv = test::make_tensor(in.v, kv_shape, impl.dtype, impl.device);

@@ -44,7 +44,8 @@ void append_and_check(const Impl& impl, const ref::KvCacheDims& d, Cache& c, std
   SCOPED_TRACE(testing::Message() << impl << " batch " << d.batch << " max_seqlen " << d.max_seqlen << " heads_kv "
                                   << d.heads_kv << " head_dim " << d.head_dim << " new_tokens " << new_tokens);
   const Shape shape{d.batch, new_tokens, d.heads_kv, d.head_dim};
-  const auto k_new = test::quantize(test::random_normal(rng, d.batch * new_tokens * d.heads_kv * d.head_dim), impl.dtype);
+  const auto k_new =
+      test::quantize(test::random_normal(rng, d.batch * new_tokens * d.heads_kv * d.head_dim), impl.dtype);
   const auto v_new = test::quantize(test::random_normal(rng, k_new.size()), impl.dtype);
   kv_cache_append(c.k, c.v, test::make_tensor(k_new, shape, impl.dtype, impl.device),
                   test::make_tensor(v_new, shape, impl.dtype, impl.device), c.lengths, c.host_lengths);

@@ -65,8 +65,10 @@ TEST(RefAttentionScores, MatchesGemmNtPerHead) {
   for (std::int64_t b = 0; b < batch; ++b)
     for (std::int64_t h = 0; h < hq; ++h) {
       std::vector<double> qh, kh;
-      for (std::int64_t i = 0; i < sq; ++i) qh.insert(qh.end(), q.begin() + ((b * sq + i) * hq + h) * d, q.begin() + ((b * sq + i) * hq + h + 1) * d);
-      for (std::int64_t j = 0; j < sk; ++j) kh.insert(kh.end(), k.begin() + ((b * sk + j) * hq + h) * d, k.begin() + ((b * sk + j) * hq + h + 1) * d);
+      for (std::int64_t i = 0; i < sq; ++i)
+        qh.insert(qh.end(), q.begin() + ((b * sq + i) * hq + h) * d, q.begin() + ((b * sq + i) * hq + h + 1) * d);
+      for (std::int64_t j = 0; j < sk; ++j)
+        kh.insert(kh.end(), k.begin() + ((b * sk + j) * hq + h) * d, k.begin() + ((b * sk + j) * hq + h + 1) * d);
       const auto expected = ref::gemm_nt(qh, kh, {}, {1, sq, sk, d}, scale);
       for (std::int64_t e = 0; e < sq * sk; ++e)
         EXPECT_NEAR(s[(b * hq + h) * sq * sk + e], expected[e], 1e-14) << "b " << b << " h " << h << " e " << e;

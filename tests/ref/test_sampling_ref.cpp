@@ -168,7 +168,8 @@ TEST(RefSampling, DrawsFollowTheDistribution) {
   for (std::size_t i = 0; i < x.size(); ++i) half[i] = x[i] / 2.0;
   const auto flat = ref::softmax_forward(half, 1, 5);
   std::vector<int> counts(5);
-  for (int d = 0; d < draws; ++d) ++counts[ref::sample(x, 1, 5, {2.0, 0, 1.0, 5, static_cast<std::uint64_t>(d)}).ids[0]];
+  for (int d = 0; d < draws; ++d)
+    ++counts[ref::sample(x, 1, 5, {2.0, 0, 1.0, 5, static_cast<std::uint64_t>(d)}).ids[0]];
   EXPECT_LT(chi_square(counts, flat, draws), 18.47);
 }
 

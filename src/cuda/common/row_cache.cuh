@@ -181,7 +181,9 @@ __device__ __forceinline__ SoftmaxState shuffle_xor(SoftmaxState v, int offset) 
   return {shuffle_xor(v.max, offset), shuffle_xor(v.sum, offset)};
 }
 __device__ __forceinline__ float shuffle_lane0(float v) { return __shfl_sync(kFullMask, v, 0); }
-__device__ __forceinline__ SoftmaxState shuffle_lane0(SoftmaxState v) { return {shuffle_lane0(v.max), shuffle_lane0(v.sum)}; }
+__device__ __forceinline__ SoftmaxState shuffle_lane0(SoftmaxState v) {
+  return {shuffle_lane0(v.max), shuffle_lane0(v.sum)};
+}
 
 // Lane 0's reduction of the warp, in every lane (lanes' butterfly orders may differ in the last bit).
 template <class T, class Op>

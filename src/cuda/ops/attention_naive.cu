@@ -181,7 +181,8 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   if (rows == 0) return;
   check_arg(rows <= INT_MAX, "attention_naive_forward", "batch * heads_q * seqlen_q", "<= 2147483647", rows);
   attention_naive_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, to_cuda(stream)>>>(
-      q.data_as<const T>(), k.data_as<const T>(), v.data_as<const T>(), o.data_as<T>(), static_cast<A*>(lse.data()), args);
+      q.data_as<const T>(), k.data_as<const T>(), v.data_as<const T>(), o.data_as<T>(), static_cast<A*>(lse.data()),
+      args);
   IGNIS_CHECK_LAUNCH();
 }
 

@@ -255,9 +255,11 @@ void launch_rows_of(const T* in, const Id* t, long long n, long long vocab, long
   if (vectorized && try_cached<T, Id>(in, t, n, vocab, pad, count, grad, rows, stream)) return;
   const int threads = threads_for(vocab, vectorized ? V : 1);
   if (vectorized)
-    cross_entropy_kernel<T, V, Id><<<static_cast<unsigned>(n), threads, 0, to_cuda(stream)>>>(in, t, vocab, pad, count, grad, rows);
+    cross_entropy_kernel<T, V, Id>
+        <<<static_cast<unsigned>(n), threads, 0, to_cuda(stream)>>>(in, t, vocab, pad, count, grad, rows);
   else
-    cross_entropy_kernel<T, 1, Id><<<static_cast<unsigned>(n), threads, 0, to_cuda(stream)>>>(in, t, vocab, pad, count, grad, rows);
+    cross_entropy_kernel<T, 1, Id>
+        <<<static_cast<unsigned>(n), threads, 0, to_cuda(stream)>>>(in, t, vocab, pad, count, grad, rows);
   IGNIS_CHECK_LAUNCH();
 }
 

@@ -172,7 +172,8 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
       // (rows 0-7, cols 8-15), (rows 8-15, cols 8-15) of each 16-column step = a[0..3].
 #pragma unroll
       for (int kk = 0; kk < kSteps; ++kk)
-        flash::ldmatrix_x4(q_frag[kk], smem_address(s_q + (16 * warp + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8));
+        flash::ldmatrix_x4(q_frag[kk],
+                           smem_address(s_q + (16 * warp + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8));
     }
 
     const int key0 = n * kBlockN;
@@ -309,7 +310,8 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
 
   constexpr int kSmem = Layout<D>::kSmemBytes;
   static const bool configured = [] {
-    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(flash_forward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    IGNIS_CUDA_CHECK(
+        cudaFuncSetAttribute(flash_forward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     return true;
   }();
   (void)configured;

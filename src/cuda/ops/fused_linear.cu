@@ -107,7 +107,9 @@ struct Matvec {
   float acc[NR], acc_up[NR];
 
   __device__ __forceinline__ int packs(int k0) const { return min(p.tile, p.in - k0) / V; }
-  __device__ __forceinline__ int batches(int k0) const { return (packs(k0) + kLanesPerRow * U - 1) / (kLanesPerRow * U); }
+  __device__ __forceinline__ int batches(int k0) const {
+    return (packs(k0) + kLanesPerRow * U - 1) / (kLanesPerRow * U);
+  }
 
   __device__ __forceinline__ Cursor next(Cursor c) const {
     if (++c.b == batches(c.k0)) {

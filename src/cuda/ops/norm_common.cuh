@@ -41,7 +41,9 @@ __device__ __forceinline__ Moments merge(Moments a, Moments b) {
 // One butterfly step: v combined with lane (lane ^ offset)'s v, the same bits in both lanes (the
 // sums: addition is commutative; Moments: the merge takes the lower lane's side first).
 __device__ __forceinline__ float xor_step(float v, int offset) { return v + __shfl_xor_sync(kFullMask, v, offset); }
-__device__ __forceinline__ float2 xor_step(float2 v, int offset) { return {xor_step(v.x, offset), xor_step(v.y, offset)}; }
+__device__ __forceinline__ float2 xor_step(float2 v, int offset) {
+  return {xor_step(v.x, offset), xor_step(v.y, offset)};
+}
 __device__ __forceinline__ Moments xor_step(Moments v, int offset) {
   const Moments other = {__shfl_xor_sync(kFullMask, v.n, offset), __shfl_xor_sync(kFullMask, v.mean, offset),
                          __shfl_xor_sync(kFullMask, v.m2, offset)};

@@ -103,7 +103,9 @@ struct BitOr {
 __device__ __forceinline__ u64 composite(unsigned key, int i) {
   return (u64{key} << 32) | (0xffffffffu - static_cast<unsigned>(i));
 }
-__device__ __forceinline__ int composite_index(u64 c) { return static_cast<int>(0xffffffffu - static_cast<unsigned>(c)); }
+__device__ __forceinline__ int composite_index(u64 c) {
+  return static_cast<int>(0xffffffffu - static_cast<unsigned>(c));
+}
 // The float of a key (-0 comes back as +0, which weighs the same).
 __device__ __forceinline__ float key_value(unsigned key) {
   return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
