@@ -81,6 +81,9 @@ TEST_P(SoftmaxOp, ForwardLongRows) {
   // fully masked row 0.
   check_forward(impl, 3, 32000, 1.0, 7, 2002);
   check_forward(impl, 3, 128256, 1.0, 7, 2003);
+  // 16-bit rows of 16-32 KB, whose blocks ask for more shared memory than their row (row_residency.h).
+  check_forward(impl, 264, 8192, 1.0, 0, 2005);
+  check_forward(impl, 264, 16384, 1.0, 0, 2006);
   // Rows too long for a 16-block cluster's shared memory take the streaming (two-read) kernel.
   if (!test::light_run()) check_forward(impl, 2, 2097152, 2.0, 0, 2004);
 }

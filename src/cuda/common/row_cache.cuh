@@ -15,6 +15,7 @@
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
+#include "cuda/common/row_residency.h"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #include <cooperative_groups.h>
@@ -72,6 +73,23 @@ inline cudaLaunchConfig_t rows_launch_config(const RowPlan& plan, long long rows
   config.attrs = attribute;
   config.numAttrs = plan.cluster > 1 ? 1 : 0;
   return config;
+}
+
+// `plan` with a one-block row's shared memory padded so that an SM holds about kResidentRowBytes of
+// rows (row_residency.h), for `kernel`'s static shared memory.
+template <class... Params>
+RowPlan resident_plan(RowPlan plan, void (*kernel)(Params...)) {
+  if (plan.cluster != 1) return plan;
+  cudaFuncAttributes built{};
+  IGNIS_CUDA_CHECK(cudaFuncGetAttributes(&built, kernel));
+  const long long static_bytes = static_cast<long long>(built.sharedSizeBytes);
+  const long long room = device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin) - static_bytes;
+  const long long smem =
+      resident_row_smem(plan.smem, device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor),
+                        device_attribute(cudaDevAttrReservedSharedMemoryPerBlock), static_bytes,
+                        device_attribute(cudaDevAttrMaxBlocksPerMultiprocessor));
+  plan.smem = static_cast<int>(std::min(room, smem));
+  return plan;
 }
 
 // Launches `kernel` with one cluster of plan.cluster blocks per row (pass plan.cluster to the

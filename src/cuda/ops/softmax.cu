@@ -258,8 +258,10 @@ int threads_for(long long cols, int vec) {
 // in, out: [rows, cols].
 template <class T, int V>
 bool try_cached_forward(const T* in, T* out, long long rows, long long cols, Stream stream) {
-  const RowPlan plan = plan_rows(rows, cols / V, 1);
-  return plan.cluster > 0 && launch_rows(softmax_cached_kernel<T, V>, plan, rows, stream, in, out, cols, plan.cluster);
+  constexpr auto kernel = softmax_cached_kernel<T, V>;
+  RowPlan plan = plan_rows(rows, cols / V, 1);
+  if constexpr (sizeof(T) == 2) plan = resident_plan(plan, kernel);  // row_residency.h: 16-bit rows only
+  return plan.cluster > 0 && launch_rows(kernel, plan, rows, stream, in, out, cols, plan.cluster);
 }
 
 // yp (y), gp (dy), out (dx): [rows, cols].
