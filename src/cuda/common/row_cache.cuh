@@ -79,7 +79,7 @@ inline cudaLaunchConfig_t rows_launch_config(const RowPlan& plan, long long rows
 // rows (row_residency.h), for `kernel`'s static shared memory.
 template <class... Params>
 RowPlan resident_plan(RowPlan plan, void (*kernel)(Params...)) {
-  if (plan.cluster != 1) return plan;
+  if (plan.cluster != 1 || !takes_row_pad(plan.smem)) return plan;  // no device queries where nothing changes
   cudaFuncAttributes built{};
   IGNIS_CUDA_CHECK(cudaFuncGetAttributes(&built, kernel));
   const long long static_bytes = static_cast<long long>(built.sharedSizeBytes);

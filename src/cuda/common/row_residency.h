@@ -19,6 +19,10 @@ constexpr long long kResidentRowBytes = 128 * 1024;
 constexpr long long kPaddedSliceMin = 16 * 1024;
 constexpr long long kPaddedSliceMax = 32 * 1024;
 
+constexpr bool takes_row_pad(long long slice_bytes) {
+  return slice_bytes >= kPaddedSliceMin && slice_bytes <= kPaddedSliceMax;
+}
+
 // Shared memory is handed out in units of this many bytes.
 constexpr long long kSmemGranule = 128;
 
@@ -35,7 +39,7 @@ constexpr long long round_to_granule(long long bytes) {
 // n + 1st while n (n + 1) < sm_bytes / (2 granules): n <= 29 for 228 KB, against the pad's n <= 8.
 constexpr long long resident_row_smem(long long slice_bytes, long long sm_bytes, long long reserved,
                                       long long static_bytes, long long max_blocks) {
-  if (slice_bytes < kPaddedSliceMin || slice_bytes > kPaddedSliceMax) return slice_bytes;
+  if (!takes_row_pad(slice_bytes)) return slice_bytes;
   const long long by_memory = sm_bytes / (round_to_granule(slice_bytes + static_bytes) + reserved);
   const long long fitting = by_memory < max_blocks ? by_memory : max_blocks;
   const long long wanted = kResidentRowBytes / slice_bytes;
