@@ -1,7 +1,6 @@
 #pragma once
-// How many blocks of a row-cached kernel (row_cache.cuh) share an SM: host
-// arithmetic, kept apart from the CUDA code so the host tests check it on any
-// machine.
+// How many blocks of a row-cached kernel (row_cache.cuh) share an SM: host arithmetic, kept apart
+// from the CUDA code so the host tests check it on any machine.
 //
 // Why a limit: a block holds its slice of a row in shared memory and keeps the whole slice's copies
 // in flight at once. On the H200 the bf16 softmax forward read 80% of copy bandwidth at 8192 columns
@@ -33,10 +32,11 @@ constexpr long long round_to_granule(long long bytes) {
 // The dynamic shared memory a block of `slice_bytes` of rows asks for so that no more than
 // kResidentRowBytes of rows share an SM: its slice, padded to an equal share of the SM when the
 // slice takes the pad and more blocks than that would fit. `sm_bytes`: shared memory an SM;
-// `reserved`: what the system takes from each block; `static_bytes`: the kernel's static shared memory; `max_blocks`:
-// the blocks an SM holds at most. The share is the most the wanted count n can take, whether the
-// static and dynamic parts are rounded to granules apart or together, and it leaves no room for an
-// n + 1st while n (n + 1) < sm_bytes / (2 granules): n <= 29 for 228 KB, against the pad's n <= 8.
+// `reserved`: what the system takes from each block; `static_bytes`: the kernel's static shared
+// memory; `max_blocks`: the blocks an SM holds at most. The share is the most the wanted count n can
+// take, whether the static and dynamic parts are rounded to granules apart or together, and it
+// leaves no room for an n + 1st while n (n + 1) < sm_bytes / (2 granules): n <= 29 for 228 KB,
+// against the pad's n of 4-8.
 constexpr long long resident_row_smem(long long slice_bytes, long long sm_bytes, long long reserved,
                                       long long static_bytes, long long max_blocks) {
   if (!takes_row_pad(slice_bytes)) return slice_bytes;
