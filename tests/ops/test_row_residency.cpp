@@ -2,24 +2,16 @@
 // checked against a count of the blocks an SM then holds, for the H100/H200's shared memory.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-
 #include "cuda/common/row_residency.h"
+#include "sm_blocks.h"
 
 namespace ignis::cuda {
 namespace {
 
-constexpr long long kSmBytes = 228 * 1024;  // an H100/H200 SM's shared memory
-constexpr long long kReserved = 1024;       // what sm_90 reserves for each block
-constexpr long long kMaxBlocks = 32;        // the blocks an sm_90 SM holds at most
-
-// The blocks an SM holds when each asks for `dynamic` bytes and has `static_bytes` of its own,
-// each block's shared memory rounded up to a granule (`apart`: each part rounded on its own).
-long long blocks_an_sm(long long dynamic, long long static_bytes, bool apart = false) {
-  const long long rounded =
-      apart ? round_to_granule(dynamic) + round_to_granule(static_bytes) : round_to_granule(dynamic + static_bytes);
-  return std::min(kMaxBlocks, kSmBytes / (rounded + kReserved));
-}
+using test::blocks_an_sm;
+using test::kMaxBlocks;
+using test::kReserved;
+using test::kSmBytes;
 
 long long padded(long long slice, long long static_bytes) {
   return resident_row_smem(slice, kSmBytes, kReserved, static_bytes, kMaxBlocks);

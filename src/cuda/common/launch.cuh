@@ -65,4 +65,11 @@ inline double memory_gbps_per_sm() {
   });
 }
 
+// Cards whose DRAM feeds an SM faster than this many GB/s (memory_gbps_per_sm): the H200, not the
+// H100. Kernels that measured a different best shape on the two pick theirs by it
+// (norm_backward_plan.h, embedding.cu).
+inline constexpr double kFastMemoryGbpsPerSm = 30.0;
+
+inline bool fast_memory_card() { return memory_gbps_per_sm() > kFastMemoryGbpsPerSm; }
+
 }  // namespace ignis::cuda

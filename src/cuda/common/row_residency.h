@@ -10,6 +10,8 @@
 // blocks; 32000 columns (64 KB) lost 2.5 points at 2 blocks against 3; the f32 forward, the
 // backward (two tensors a slice) and cross-entropy lost 1-6 points at 128 KB (PERF_NOTES session 21).
 // So only the 16-bit forward's slices of 16-32 KB take the pad.
+#include "cuda/common/sm_share.h"
+
 namespace ignis::cuda {
 
 // Bytes of row slices an SM holds at once, at most, where a slice takes the pad.
@@ -22,21 +24,12 @@ constexpr bool takes_row_pad(long long slice_bytes) {
   return slice_bytes >= kPaddedSliceMin && slice_bytes <= kPaddedSliceMax;
 }
 
-// Shared memory is handed out in units of this many bytes.
-constexpr long long kSmemGranule = 128;
-
-constexpr long long round_to_granule(long long bytes) {
-  return (bytes + kSmemGranule - 1) / kSmemGranule * kSmemGranule;
-}
-
 // The dynamic shared memory a block of `slice_bytes` of rows asks for so that no more than
 // kResidentRowBytes of rows share an SM: its slice, padded to an equal share of the SM when the
 // slice takes the pad and more blocks than that would fit. `sm_bytes`: shared memory an SM;
 // `reserved`: what the system takes from each block; `static_bytes`: the kernel's static shared
-// memory; `max_blocks`: the blocks an SM holds at most. The share is the most the wanted count n can
-// take, whether the static and dynamic parts are rounded to granules apart or together, and it
-// leaves no room for an n + 1st while n (n + 1) < sm_bytes / (2 granules): n <= 29 for 228 KB,
-// against the pad's n of 4-8.
+// memory; `max_blocks`: the blocks an SM holds at most. The share is smem_for_blocks_an_sm's
+// (sm_share.h), exact for the pad's counts of 4-8.
 constexpr long long resident_row_smem(long long slice_bytes, long long sm_bytes, long long reserved,
                                       long long static_bytes, long long max_blocks) {
   if (!takes_row_pad(slice_bytes)) return slice_bytes;
@@ -44,7 +37,7 @@ constexpr long long resident_row_smem(long long slice_bytes, long long sm_bytes,
   const long long fitting = by_memory < max_blocks ? by_memory : max_blocks;
   const long long wanted = kResidentRowBytes / slice_bytes;
   if (fitting <= wanted) return slice_bytes;
-  const long long share = (sm_bytes / wanted - reserved) / kSmemGranule * kSmemGranule - round_to_granule(static_bytes);
+  const long long share = smem_for_blocks_an_sm(wanted, sm_bytes, reserved, static_bytes);
   return share > slice_bytes ? share : slice_bytes;
 }
 

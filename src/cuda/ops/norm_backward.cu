@@ -495,7 +495,7 @@ template <Kind kKind, class T>
 bool backward_staged_launch(const T* xp, const T* wp, const T* gp, T* dxp, T* dweight, T* dbias, long long rows,
                             long long dim, float eps, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
-  const bool fast_memory = memory_gbps_per_sm() > kFastMemoryGbpsPerSm;
+  const bool fast_memory = fast_memory_card();
   StagedPlan plan = plan_staged(dim, V, fast_memory);
   const int smem_room = device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
   // 192 KB of stages fit sm_90 (227 KB a block) but not every device that runs the compute_80 PTX.

@@ -12,7 +12,7 @@ namespace ignis::cuda::norm {
 // session 5); a thread holds at most kMaxStagedPacks packs of a row (its dweight/dbias
 // accumulators are 4-32 registers a sum), in blocks of at most kStagedThreads threads. Slices are
 // spread over <= 256 threads while 4 packs a thread allow it (512 on fast-memory cards, see
-// kFastMemoryGbpsPerSm), so short rows get several blocks an SM. Rows longer than one block's
+// below), so short rows get several blocks an SM. Rows longer than one block's
 // slice take a cluster of up to kMaxStagedCluster blocks.
 inline constexpr int kStages = 3;
 inline constexpr long long kStageBytes = 64 * 1024;
@@ -20,15 +20,13 @@ inline constexpr int kMaxStagedPacks = 4;
 inline constexpr int kStagedThreads = 512;
 inline constexpr int kPreferredStagedThreads = 256;
 inline constexpr int kMaxStagedCluster = 8;  // the portable cluster size
-// On cards whose DRAM can feed an SM faster than this (GB/s an SM, memory_gbps_per_sm), slices of
-// at least 2 x kStagedThreads packs take kStagedThreads threads of 2+ packs instead of 256 of 4:
-// there a block's per-row chain (loads landed, reduction, barrier), not DRAM, sets the pace, and
-// twice the warps halve it. On the H200 (~37 GB/s an SM) that took bf16 8192 columns from 64 to 75%
-// of copy (LayerNorm) and 69 to 76-77% (RMSNorm), RMSNorm f32 4096 from 75 to 82%, LayerNorm f32
-// 4096 unchanged; the H100 (~25) keeps 256 threads and its two rows a step, which gained there
-// (PERF_NOTES sessions 11 and 13). bf16 4096 (512 packs) stays at 256: 512 threads of one pack lost
-// 1-4 points on the H200 too.
-inline constexpr double kFastMemoryGbpsPerSm = 30.0;
+// On fast-memory cards (fast_memory_card, launch.cuh), slices of at least 2 x kStagedThreads packs
+// take kStagedThreads threads of 2+ packs instead of 256 of 4: there a block's per-row chain (loads
+// landed, reduction, barrier), not DRAM, sets the pace, and twice the warps halve it. On the H200
+// (~37 GB/s an SM) that took bf16 8192 columns from 64 to 75% of copy (LayerNorm) and 69 to 76-77%
+// (RMSNorm), RMSNorm f32 4096 from 75 to 82%, LayerNorm f32 4096 unchanged; the H100 (~25) keeps
+// 256 threads and its two rows a step, which gained there (PERF_NOTES sessions 11 and 13). bf16
+// 4096 (512 packs) stays at 256: 512 threads of one pack lost 1-4 points on the H200 too.
 
 // How backward_staged holds a row: `cluster` blocks of `threads` threads with `packs` packs each
 // (a thread's share of its block's slice of ceil(row packs / cluster)), `smem` bytes of `stages`
@@ -40,7 +38,7 @@ struct StagedPlan {
   int smem = 0;
 };
 
-// fast_memory: the device feeds an SM faster than kFastMemoryGbpsPerSm.
+// fast_memory: fast_memory_card() (launch.cuh) of the device.
 inline StagedPlan plan_staged(long long dim, int v, bool fast_memory) {
   const long long packs = dim / v;
   for (int c = 1; c <= kMaxStagedCluster; c *= 2) {
