@@ -19,9 +19,8 @@ int cap_blocks_an_sm(void (*kernel)(Params...), int blocks) {
   cudaFuncAttributes built{};
   IGNIS_CUDA_CHECK(cudaFuncGetAttributes(&built, kernel));
   const long long static_bytes = static_cast<long long>(built.sharedSizeBytes);
-  const long long smem =
-      smem_for_blocks_an_sm(blocks, device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor),
-                            device_attribute(cudaDevAttrReservedSharedMemoryPerBlock), static_bytes);
+  const long long smem = smem_for_blocks_an_sm(blocks, device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor),
+                                               device_attribute(cudaDevAttrReservedSharedMemoryPerBlock), static_bytes);
   if (smem <= 0 || smem + static_bytes > device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) return 0;
   IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   // The shared-memory share of the SM's L1, at its most: a smaller carveout would hold fewer blocks still.
