@@ -4,8 +4,6 @@
 // than their registers and threads would allow.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-
 #include "cuda/common/launch.cuh"
 #include "cuda/common/sm_share.h"
 

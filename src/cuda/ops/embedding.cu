@@ -37,9 +37,9 @@ constexpr int kGatherWarps = 4;
 constexpr int kGatherBlocksPerSm = 12;
 // On fast-memory cards (fast_memory_card) a shared-memory pad the kernel never touches caps the
 // blocks an SM at 8 (128 KB of loads in flight), as the softmax rows peaked there (row_residency.h):
-// on the H200 every cell gained 1.4-1.7 points of copy (f32 32000 82.7 -> 84.4%, bf16 80.3 ->
-// 81.7%; 10 and 6 blocks gained a little less). On the H100 bf16 lost 3.3 points at 6-10 blocks and
-// f32 gained 0.5, so it keeps 12 (PERF_NOTES session 22).
+// on the H200 every cell gained 1.4-1.8 points of copy (f32 32000 82.7 -> 84.4%, bf16 80.3 ->
+// 81.7%; 10 and 6 blocks gained a little less). On the H100 bf16 lost 3.3-3.8 points at 6-10
+// blocks and f32 gained 0.2-0.7, so it keeps 12 (PERF_NOTES session 22).
 constexpr int kFastMemoryGatherBlocksPerSm = 8;
 constexpr long long kPlainRowBytes = 16 * 1024;
 
