@@ -11,9 +11,9 @@ namespace ignis::cuda::norm {
 // are in flight; six stages for 16 KB slices were 7-13% slower at 4096 columns, H100 PERF_NOTES
 // session 5); a thread holds at most kMaxStagedPacks packs of a row (its dweight/dbias
 // accumulators are 4-32 registers a sum), in blocks of at most kStagedThreads threads. Slices are
-// spread over <= 256 threads while 4 packs a thread allow it (512 on fast-memory cards, see
-// below), so short rows get several blocks an SM. Rows longer than one block's
-// slice take a cluster of up to kMaxStagedCluster blocks.
+// spread over <= 256 threads while 4 packs a thread allow it (512 on fast-memory cards, see below),
+// so short rows get several blocks an SM. Rows longer than one block's slice take a cluster of up
+// to kMaxStagedCluster blocks.
 inline constexpr int kStages = 3;
 inline constexpr long long kStageBytes = 64 * 1024;
 inline constexpr int kMaxStagedPacks = 4;
