@@ -16,12 +16,6 @@ long long capped(long long blocks, long long static_bytes) {
   return smem_for_blocks_an_sm(blocks, kSmBytes, kReserved, static_bytes);
 }
 
-TEST(SmShare, EmbeddingGatherHoldsEightBlocksAnSm) {
-  // The gather kernel has no static shared memory; unpadded its registers allow 12 blocks.
-  EXPECT_EQ(capped(8, 0), 28160);
-  EXPECT_EQ(blocks_an_sm(capped(8, 0), 0), 8);
-}
-
 TEST(SmShare, EveryCountUpToTheExactLimitFitsAndLeavesNoRoomForOneMore) {
   for (long long blocks = 1; blocks <= 29; ++blocks) {
     for (long long static_bytes : {0LL, 1LL, 200LL, 384LL, 1000LL, 4096LL}) {

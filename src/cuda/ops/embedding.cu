@@ -12,7 +12,6 @@
 #include "cuda/common/index_flag.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scratch.cuh"
-#include "cuda/common/sm_share.cuh"
 #include "cuda/ops/embedding.h"
 
 namespace ignis::cuda {
@@ -35,12 +34,13 @@ constexpr int kGatherWarps = 4;
 // 12 blocks of 4 warps an SM (40 registers, no spills): 48 warps x 4 KB = 192 KB of loads in flight
 // an SM, against 64 x 2 KB with 4 words a lane.
 constexpr int kGatherBlocksPerSm = 12;
-// On fast-memory cards (fast_memory_card) a shared-memory pad the kernel never touches caps the
-// blocks an SM at 8 (128 KB of loads in flight), as the softmax rows peaked there (row_residency.h):
-// on the H200 every cell gained 1.4-1.8 points of copy (f32 32000 82.7 -> 84.4%, bf16 80.3 ->
-// 81.7%; 10 and 6 blocks gained a little less). On the H100 bf16 lost 3.3-3.8 points at 6-10
-// blocks and f32 gained 0.2-0.7, so it keeps 12 (PERF_NOTES session 22).
-constexpr int kFastMemoryGatherBlocksPerSm = 8;
+// On fast-memory cards (fast_memory_card) the gather asks for the SM's L1 at its smallest (the
+// carveout at the most shared memory, which it does not use). On the H200 that gained 1.1-1.8 points
+// of copy on every cell (f32 32000 82.7 -> 84.4%, bf16 80.3 -> 81.7%). Session 22 got there with a
+// pad that capped the blocks an SM at 8 and took the carveout along. Session 23 told the two apart:
+// 12 blocks with the small L1 read as 8 did (within 0.9), and 8 blocks with 92-156 KB of L1 lost
+// 0.5-3.6 points (16-bit rows 1.8-3.6). On the H100 the small L1 costs 16-bit rows 3.6-4.3 points at
+// 8 or 12 blocks, so there the driver chooses (PERF_NOTES sessions 22 and 23).
 constexpr long long kPlainRowBytes = 16 * 1024;
 
 // Loads and stores of one word, evict-first or plain.
@@ -114,8 +114,10 @@ void launch_gather(const Tensor& table, const Tensor& ids, const Tensor& out, lo
             detail::concat(n, " * ", chunks));
   const auto kernel = table.size(1) * dtype_size(table.dtype()) < kPlainRowBytes ? gather_rows_kernel<W, Id, true>
                                                                                 : gather_rows_kernel<W, Id, false>;
-  const int smem = fast_memory_card() ? cap_blocks_an_sm(kernel, kFastMemoryGatherBlocksPerSm) : 0;
-  kernel<<<ceil_div(n * chunks, kGatherWarps), kGatherWarps * 32, smem, to_cuda(stream)>>>(
+  if (fast_memory_card())
+    IGNIS_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  kernel<<<ceil_div(n * chunks, kGatherWarps), kGatherWarps * 32, 0, to_cuda(stream)>>>(
       static_cast<const W*>(table.data()), ids.data_as<const Id>(), static_cast<W*>(out.data()), n, table.size(0),
       words, static_cast<unsigned>(chunks), flag);
   IGNIS_CHECK_LAUNCH();
