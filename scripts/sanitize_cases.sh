@@ -10,7 +10,9 @@
 # (default 300): a slow case no longer cuts short the rest of its suite.
 # Prints one line: cases run, clean, without CUDA calls, with findings, over the limit, failed
 # otherwise; the sanitizer summaries that are not clean; the names of the cases that were not
-# clean. Exits 1 unless every case was clean or made no CUDA call.
+# clean. Exits 1 unless every case was clean or made no CUDA call. In LOG_DIR/sanitizer-TOOL: the
+# logs of the cases that were not clean, the clean ones' in clean-logs.tar.xz, and status.txt ("rc name
+# number" a case; a log is <number>.log).
 set -uo pipefail
 tests="$1" logs="$2" tool="$3" filter="${4:-*cuda*:*Cuda*:*CUDA*}"
 jobs="${IGNIS_SANITIZER_JOBS:-$(( $(nproc) > 3 ? $(nproc) - 2 : 1 ))}"
@@ -25,7 +27,7 @@ rm -rf "$dir" && mkdir -p "$dir"
   /^[^ ]/ { suite = $1; next }
   { if (suite !~ skip && $1 !~ /\/cpu_/) print suite $1 }' > "$dir/cases.txt"
 
-run_case() {  # $1: the full case name, $2: its number; writes <n>.log and appends "rc name" to status.txt
+run_case() {  # $1: the full case name, $2: its number; writes <n>.log and appends "rc name n" to status.txt
   local name="$1" n="$2"
   IGNIS_TEST_LIGHT=1 timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" \
       --gtest_filter="$name" --gtest_brief=1 > "$dir/$n.log" 2>&1
@@ -33,7 +35,7 @@ run_case() {  # $1: the full case name, $2: its number; writes <n>.log and appen
   # A case that never calls CUDA (a CPU-only check picked by a wider filter) has nothing to check:
   # the sanitizer says so and exits 255. Counted apart, not as a failure.
   [ $rc -eq 255 ] && grep -q "terminated before first instrumented API call" "$dir/$n.log" && rc=nocuda
-  echo "$rc $name" >> "$dir/status.txt"
+  echo "$rc $name $n" >> "$dir/status.txt"
 }
 export -f run_case
 export tests tool limit dir
@@ -50,4 +52,12 @@ echo "$total cases, $jobs at once: $clean clean, $nocuda without CUDA calls, $fo
      "$cut over ${limit}s, $other failed (rc other than 0/3/124)${summaries:+; $summaries}" \
      "($(( $(date +%s) - start )) s)"
 awk '$1 != 0 && $1 != "nocuda" { print "  not clean (rc " $1 "): " $2 }' "$dir/status.txt" | sort
+# The logs of the clean cases go into one archive, so the folder keeps a few files rather than one a case (the
+# device tool brings back a limited number of files, and hundreds of clean logs crowded out the rest of a run's).
+# The logs of the cases that were not clean stay beside it as they are.
+awk '$1 == 0 || $1 == "nocuda" { print $3 ".log" }' "$dir/status.txt" > "$dir/clean-logs.txt"
+if [ -s "$dir/clean-logs.txt" ] && tar -C "$dir" -cJf "$dir/clean-logs.tar.xz" -T "$dir/clean-logs.txt"; then
+  (cd "$dir" && xargs rm -f < clean-logs.txt)
+fi
+rm -f "$dir/clean-logs.txt" "$dir/cases.txt"  # status.txt names every case
 [ $(( clean + nocuda )) -eq "$total" ]
