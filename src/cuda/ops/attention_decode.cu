@@ -21,7 +21,7 @@
 #include "cuda/common/launch.cuh"
 #include "cuda/common/pdl.cuh"
 #include "cuda/common/reduce.cuh"
-#include "cuda/common/scratch.cuh"
+#include "cuda/common/scratch.h"
 #include "cuda/ops/attention_decode.h"
 #include "ignis/error.h"
 

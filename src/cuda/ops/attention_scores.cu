@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/common/launch.cuh"
+#include "cuda/common/scratch.h"
 #include "cuda/ops/attention_scores.h"
 #include "cuda/ops/gemm.h"
 #include "cuda/ops/softmax.h"
@@ -58,24 +59,6 @@ GemmProblem scores_problem(const Tensor& q, const Tensor& k, void* s, const Dims
   return p;
 }
 
-// A device buffer allocated and freed in stream order, so the pipeline never synchronizes.
-class StreamBuffer {
- public:
-  StreamBuffer(std::size_t bytes, Stream stream) : stream_(to_cuda(stream)) {
-    if (bytes > 0) IGNIS_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream_));
-  }
-  ~StreamBuffer() {
-    if (data_ != nullptr) cudaFreeAsync(data_, stream_);  // a destructor must not throw
-  }
-  StreamBuffer(const StreamBuffer&) = delete;
-  StreamBuffer& operator=(const StreamBuffer&) = delete;
-  void* data() const { return data_; }
-
- private:
-  cudaStream_t stream_;
-  void* data_ = nullptr;
-};
-
 }  // namespace
 
 void attention_scores(const Tensor& q, const Tensor& k, const Tensor& s, const AttentionScoresParams& params,
@@ -87,16 +70,17 @@ void attention_unfused_forward(const Tensor& q, const Tensor& k, const Tensor& v
                                const AttentionScoresParams& params, Stream stream) {
   const Dims d = dims_of(q, k);
   const std::int64_t rows = d.batch * d.heads_q * d.seqlen_q;
-  StreamBuffer workspace(static_cast<std::size_t>(rows * d.seqlen_k) * dtype_size(q.dtype()), stream);
+  const Scratch scores(static_cast<std::size_t>(rows * d.seqlen_k) * dtype_size(q.dtype()), stream);
+  void* const workspace = scores.at<char>(0);
 
-  gemm(scores_problem(q, k, workspace.data(), d, params), q.dtype(), stream);
+  gemm(scores_problem(q, k, workspace, d, params), q.dtype(), stream);
   // In place: each softmax thread reads an element before it writes it and touches no other
   // thread's elements after the row reduction.
-  const Tensor s = Tensor::view(workspace.data(), q.dtype(), q.device(), {rows, d.seqlen_k});
+  const Tensor s = Tensor::view(workspace, q.dtype(), q.device(), {rows, d.seqlen_k});
   cuda::softmax_forward(s, s, stream);
 
   GemmProblem pv = per_head(d, d.seqlen_q, d.head_dim, d.seqlen_k);
-  pv.a = scores_matrix(workspace.data(), d);
+  pv.a = scores_matrix(workspace, d);
   pv.b = token_major(v.data(), d.seqlen_k, d.heads_kv, d.head_dim, d.heads_q / d.heads_kv);
   pv.c = token_major(o.data(), d.seqlen_q, d.heads_q, d.head_dim, 1);
   gemm(pv, q.dtype(), stream);

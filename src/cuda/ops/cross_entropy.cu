@@ -12,7 +12,7 @@
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
 #include "cuda/common/row_cache.cuh"
-#include "cuda/common/scratch.cuh"
+#include "cuda/common/scratch.h"
 #include "cuda/ops/cross_entropy.h"
 
 namespace ignis::cuda {

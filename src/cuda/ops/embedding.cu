@@ -11,7 +11,7 @@
 #include "cuda/common/convert.cuh"
 #include "cuda/common/index_flag.cuh"
 #include "cuda/common/launch.cuh"
-#include "cuda/common/scratch.cuh"
+#include "cuda/common/scratch.h"
 #include "cuda/ops/embedding.h"
 
 namespace ignis::cuda {

@@ -28,7 +28,7 @@
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
 #include "cuda/common/row_cache.cuh"
-#include "cuda/common/scratch.cuh"
+#include "cuda/common/scratch.h"
 #include "cuda/ops/norm.h"
 #include "cuda/ops/norm_backward_plan.h"
 #include "cuda/ops/norm_common.cuh"

@@ -19,7 +19,7 @@
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
-#include "cuda/common/scratch.cuh"
+#include "cuda/common/scratch.h"
 #include "cuda/ops/sampling.h"
 #include "cuda/ops/sampling_block.cuh"
 #include "cuda/ops/top_p_narrow.h"

@@ -18,7 +18,7 @@
 
 #include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
-#include "cuda/common/scratch.cuh"
+#include "cuda/common/scratch.h"
 #include "cuda/ops/sampling_block.cuh"
 
 namespace ignis::cuda {
