@@ -89,7 +89,7 @@ def main():
     args = parser.parse_args()
     dtype = DTYPES[args.dtype]
     name = torch.cuda.get_device_name(0)
-    lines = [f"# Attention forward, {args.dtype}, {name}, {datetime.date.today()}", "",
+    lines = [f"#### Attention forward, {args.dtype}, {name}, {datetime.date.today()}", "",
              "TFLOP/s (4 B H S^2 D, halved when causal); ratio = ignis / best torch backend.", "",
              "| shape | ignis | " + " | ".join(BACKENDS) + " | ratio | max diff |",
              "|---|---:|" + "---:|" * len(BACKENDS) + "---:|---:|"]

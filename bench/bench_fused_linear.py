@@ -64,7 +64,7 @@ def main():
     dev = torch.device("cuda")
     n = args.rows
     lines = [
-        f"# fused linear, n = {n}, {ignis.cuda_device_summary()}",
+        f"#### fused linear, n = {n}, {ignis.cuda_device_summary()}",
         "",
         "| op | shape (out x in) | w dtype | ignis us | ignis GB/s | torch us | torch GB/s | max abs diff |",
         "|---|---|---|---|---|---|---|---|",
