@@ -3,7 +3,8 @@
 // events around the call). Compares a plain launch with a cooperative one, with and without the
 // ~200 KB of dynamic shared memory the norm backward's blocks take, and a grid barrier inside; and
 // what a stream-ordered scratch allocation (cudaMallocAsync before the launch, cudaFreeAsync after it,
-// as ignis::cuda::Scratch does) adds, each half inside the events alone and both together.
+// as ignis::cuda::Scratch did before session 27) adds, each half inside the events alone and both
+// together; and a cudaMemsetAsync of 4 KB before the launch (as the sampling workspaces take).
 // Built by hand, run on the GPU machine from the repo root:
 //   nvcc -std=c++17 -O2 -arch=sm_90a -o /tmp/launch_probe bench/launch_probe.cu && /tmp/launch_probe
 // Prints one line a configuration: the median and 10th percentile of the event time in us.
@@ -33,7 +34,7 @@ __global__ void touch(unsigned* out, int grid_sync) {
 }
 
 // Where a stream-ordered scratch allocation sits relative to the timed events.
-enum class Scratch { none, both_inside, malloc_inside, free_inside };
+enum class Scratch { none, both_inside, malloc_inside, free_inside, memset_inside };
 
 struct Config {
   const char* name;
@@ -46,7 +47,7 @@ struct Config {
 constexpr size_t kScratchBytes = 132 * 2 * 4096 * sizeof(float);  // LayerNorm bf16 4096's partial rows
 
 // Prints the median and 10th percentile event time of configuration c.
-void print_times(const Config& c, unsigned* out, int blocks, int threads, cudaStream_t s) {
+void print_times(const Config& c, unsigned* out, int blocks, int threads, cudaStream_t s, void* zeroed) {
   CHECK(cudaFuncSetAttribute(touch, cudaFuncAttributeMaxDynamicSharedMemorySize, c.smem));
   CHECK(cudaFuncSetAttribute(touch, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   constexpr int kReps = 200;
@@ -72,6 +73,7 @@ void print_times(const Config& c, unsigned* out, int blocks, int threads, cudaSt
     CHECK(cudaEventRecord(start[i], s));
     if (c.scratch == Scratch::both_inside || c.scratch == Scratch::malloc_inside)
       CHECK(cudaMallocAsync(&scratch, kScratchBytes, s));
+    if (c.scratch == Scratch::memset_inside) CHECK(cudaMemsetAsync(zeroed, 0, 4096, s));
     CHECK(cudaLaunchKernelEx(&config, touch, out, c.grid_sync));
     if (c.scratch == Scratch::both_inside || c.scratch == Scratch::free_inside) CHECK(cudaFreeAsync(scratch, s));
     CHECK(cudaEventRecord(end[i], s));
@@ -112,9 +114,13 @@ int main() {
       {"plain, 4 KB smem, free async inside", false, 4096, 0, Scratch::free_inside},
       {"coop 200 KB, grid sync, malloc+free inside", true, big, 1, Scratch::both_inside},
       {"coop 200 KB, grid sync (again)", true, big, 1},
+      {"plain, 4 KB smem, 4 KB memset async inside", false, 4096, 0, Scratch::memset_inside},
   };
   std::printf("%d blocks of 256 threads (one an SM)\n", sms);
-  for (const Config& c : configs) print_times(c, out, sms, 256, s);
+  void* zeroed = nullptr;
+  CHECK(cudaMalloc(&zeroed, 4096));
+  for (const Config& c : configs) print_times(c, out, sms, 256, s, zeroed);
+  CHECK(cudaFree(zeroed));
   CHECK(cudaFree(out));
   return 0;
 }
