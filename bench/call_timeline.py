@@ -13,6 +13,7 @@ torch clone of each case's bytes is traced the same way, as the reference a copy
 Run on a GPU machine after `pip install .`:
     python3 bench/call_timeline.py [--ops layer_norm_backward,rms_norm_backward] [--shape 4096x4096]
         [--dtype bf16] [--calls 30]
+An op is named as bench_ops.py prints it; one with a single variant also by its name alone (cross_entropy).
 """
 import argparse
 import json
@@ -24,6 +25,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import bench_ops
+from profile_ops import find_op
 
 
 def traced_calls(fn, input_sets, calls):
@@ -101,13 +103,12 @@ def main():
     parser.add_argument("--calls", type=int, default=30)
     args = parser.parse_args()
     shape = tuple(int(n) for n in args.shape.split("x"))
-    by_name = {op.name: op for op in bench_ops.OPS if not op.variant}
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; {args.calls} calls a case, medians, us")
     print("")
     print("| case | event time | span | gap | kernels | between | kernels of the last call |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for name in args.ops.split(","):
-        op = by_name[name]
+        op = find_op(name)  # an op with variants by its full name: "top_k_mask k=50"
         nbytes = op.bytes_moved(shape, args.dtype)
         sets = [op.make_inputs(shape, args.dtype) for _ in range(bench_ops.input_set_count(nbytes))]
         label = f"{name} {args.shape} {args.dtype}"
