@@ -4,6 +4,9 @@
 //     of the order keys; the last block of the row to finish picks the bucket holding the k-th token.
 //  2. weigh (top-p): a histogram of the integer weights (and counts) per top bucket; the last block
 //     picks the bucket where the rank-order mass reaches the top-p target.
+//  2b. refine (top-p): only for rows whose picked bucket holds more tokens than the list takes (many
+//     rows leave each row a short list): the same histograms over the next 11 bits of that bucket's
+//     tokens, so the list holds one sub-bucket instead of the row falling back to one block.
 //  3. compact: the tokens of that bucket (with top-k sampling: of every bucket from it up) are
 //     appended to a small per-row list; masks write every other token on the way. The last block
 //     selects the exact cut among the listed tokens by radix passes over the list alone and
@@ -36,6 +39,7 @@ constexpr int kThreads = 256;
 constexpr int kUnroll = 8;        // loads a thread has in flight in a pass over its slice
 constexpr int kTopShift = 21;     // the top digit: sign, exponent and two mantissa bits of a key
 constexpr int kTopBins = 1 << (32 - kTopShift);
+constexpr int kSubShift = kTopShift - (32 - kTopShift);  // the refine pass's digit: the next 11 bits
 constexpr int kSelBits = 8;       // digits of the radix passes over a list
 constexpr int kSelBins = 1 << kSelBits;
 constexpr int kMinSlice = 2048;   // tokens a block at least
@@ -43,7 +47,7 @@ constexpr int kMaxListBytes = 8 << 20;
 constexpr unsigned kNoBin = 0xffffffffu;
 
 enum class Mode : int { top_k, top_p, sample };
-enum Stage : int { kScan, kWeigh, kCompact, kDraw, kStages };
+enum Stage : int { kScan, kWeigh, kRefine, kCompact, kDraw, kStages };
 
 // One row's results between kernels; zeroed before the first.
 struct RowState {
@@ -51,7 +55,8 @@ struct RowState {
   u64 need;  // what the picked bucket must still supply (a count or a weight)
   u64 cut;   // smallest kept composite; 0 keeps every token
   unsigned arrived[kStages];
-  unsigned bin;     // the picked top bucket; kNoBin: nothing to cut (no finite logit)
+  unsigned bin;     // the picked bucket, key >> shift; kNoBin: nothing to cut (no finite logit)
+  unsigned shift;   // kTopShift, or kSubShift once the refine pass split the top bucket
   unsigned listed;  // tokens appended to the list
   int overflow;     // the list would not fit: one block finishes the row
 };
@@ -339,6 +344,7 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(const T* logits, int* id
   pick_bin(s, kTopBins, [&](int b) { return u64{counts[b]}; }, static_cast<u64>(job.k));
   if (threadIdx.x == 0) {
     st.bin = s.bin;
+    st.shift = kTopShift;
     st.need = s.need;
     // A top-k sample lists every bucket from the picked one up: the k - need tokens above it too.
     const u64 listed = counts[s.bin] + (job.mode == Mode::sample ? static_cast<u64>(job.k) - s.need : 0);
@@ -385,8 +391,63 @@ __global__ void __launch_bounds__(kThreads) weigh_kernel(const T* logits, const 
     return;
   }
   pick_bin(s, kTopBins, [&](int b) { return weights[b]; }, rule::top_p_target(total, job.p_fixed));
+  const bool split = counts[s.bin] > static_cast<unsigned>(job.list_cap);
   if (threadIdx.x == 0) {
     st.bin = s.bin;
+    st.shift = kTopShift;
+    st.need = s.need;
+    st.overflow = split;
+  }
+  if (split && job.blocks > 1) {  // refine_kernel sums into the row's histogram again
+    __syncthreads();
+    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+      hist.counts[b] = 0;
+      hist.weights[b] = 0;
+    }
+  }
+}
+
+// Top-p whose picked bucket overflows the list: weight (and count) histograms of the next digit of
+// that bucket's tokens; the last block picks the sub-bucket where the bucket's share of the target
+// is reached. Rows whose bucket fits return at once.
+// logits: [rows, vocab].
+template <class T>
+__global__ void __launch_bounds__(kThreads) refine_kernel(const T* logits, const __grid_constant__ Job job) {
+  __shared__ PassShared s;
+  const Slice sl = slice_of(job);
+  RowState& st = job.rows[sl.row];
+  if (!st.overflow) return;
+  const T* x = logits + static_cast<long long>(sl.row) * job.vocab;
+  const unsigned bucket = st.bin;
+  load_table(s, job);
+  for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+    s.counts[b] = 0;
+    s.weights[b] = 0;
+  }
+  __syncthreads();
+  const Weigh weigh = row_weigh(s, job, st);
+  for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
+    const unsigned key = rule::order_key(v);
+    const bool inside = valid && (key >> kTopShift) == bucket;
+    const unsigned bin = inside ? (key >> kSubShift) & (kTopBins - 1) : kNoBin;
+    const u64 w = inside ? weigh(v) : 0;
+    count_bin(s.counts, bin);
+    one_block::add_to_histogram(s.weights, w != 0 ? bin : kNoBin, w, kNoBin);
+  });
+  __syncthreads();
+  RowHist& hist = job.hists[job.blocks > 1 ? sl.row : 0];
+  if (job.blocks > 1)
+    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+      if (s.counts[b] != 0) atomicAdd(&hist.counts[b], s.counts[b]);
+      if (s.weights[b] != 0) atomicAdd(&hist.weights[b], s.weights[b]);
+    }
+  if (!last_to_arrive(s, &st.arrived[kRefine], job.blocks)) return;
+  const unsigned* counts = job.blocks > 1 ? hist.counts : s.counts;
+  const u64* weights = job.blocks > 1 ? hist.weights : s.weights;
+  pick_bin(s, kTopBins, [&](int b) { return weights[b]; }, st.need);
+  if (threadIdx.x == 0) {
+    st.bin = (bucket << (kTopShift - kSubShift)) | s.bin;
+    st.shift = kSubShift;
     st.need = s.need;
     st.overflow = counts[s.bin] > static_cast<unsigned>(job.list_cap);
   }
@@ -419,7 +480,7 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
   const T* x = logits + offset;
   T* y = out != nullptr ? out + offset : nullptr;  // masks only; y may alias x
   RowState& st = job.rows[sl.row];
-  const unsigned bin = st.bin;
+  const unsigned bin = st.bin, shift = st.shift;
   const bool mask = job.mode != Mode::sample;
   const bool from_bin_up = job.mode == Mode::sample && job.k > 0;
   if (bin == kNoBin) {  // top-p of a row without a finite logit: unchanged
@@ -431,7 +492,7 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
   u64* list = job.lists + static_cast<long long>(sl.row) * job.list_cap;
   if (!overflow)
     for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
-      const unsigned key = rule::order_key(v), b = key >> kTopShift;
+      const unsigned key = rule::order_key(v), b = key >> shift;
       const bool take = valid && (from_bin_up ? b >= bin : b == bin);
       append(list, &st.listed, job.list_cap, take, composite(key, i));
       if (mask && valid && !take) y[i] = b > bin ? from_float<T>(v) : from_float<T>(-INFINITY);
@@ -515,7 +576,8 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(const T* logits, int* id
 }
 
 // Blocks per row: about four blocks per SM over all rows, at least kMinSlice tokens a block.
-Job make_job(Mode mode, long long rows, long long vocab) {
+// k: the top-k of a sample (0: none).
+Job make_job(Mode mode, long long rows, long long vocab, long long k = 0) {
   Job job{};
   job.mode = mode;
   job.vocab = static_cast<int>(vocab);
@@ -524,7 +586,9 @@ Job make_job(Mode mode, long long rows, long long vocab) {
   const long long blocks = std::max(1LL, std::min(want, most));
   job.slice = static_cast<int>((ceil_div(vocab, blocks) + kThreads - 1) / kThreads * kThreads);
   job.blocks = static_cast<int>(ceil_div(vocab, job.slice));
-  const long long cap = std::min(16384LL, std::max(1024LL, kMaxListBytes / 8 / rows));
+  long long cap = std::min(16384LL, std::max(1024LL, kMaxListBytes / 8 / rows));
+  // A top-k sample lists every token above the picked bucket too (up to k), so k alone must not fill the list.
+  cap = std::max(cap, 2 * k);
   job.list_cap = static_cast<int>(std::min(vocab, cap));
   job.scale = rule::kLog2e;
   job.bits = rule::weight_bits(vocab);
@@ -592,6 +656,8 @@ void launch_top_p(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out
   IGNIS_CHECK_LAUNCH();
   weigh_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
   IGNIS_CHECK_LAUNCH();
+  refine_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
+  IGNIS_CHECK_LAUNCH();
   compact_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, out.data_as<T>(), nullptr, job);
   IGNIS_CHECK_LAUNCH();
 }
@@ -601,7 +667,7 @@ template <class T>
 void launch_sample(const Tensor& logits, const rule::Plan& plan, const Tensor& ids, Stream stream) {
   const long long rows = logits.size(0), vocab = logits.size(1);
   if (rows == 0 || vocab == 0) return;
-  Job job = make_job(Mode::sample, rows, vocab);
+  Job job = make_job(Mode::sample, rows, vocab, plan.greedy ? 0 : plan.top_k);
   job.plan = plan;
   job.k = plan.greedy ? 0 : plan.top_k;
   job.p_fixed = plan.p_fixed;
@@ -621,6 +687,8 @@ void launch_sample(const Tensor& logits, const rule::Plan& plan, const Tensor& i
   }
   if (job.p_fixed < rule::kTopPOff) {
     weigh_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
+    IGNIS_CHECK_LAUNCH();
+    refine_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
     IGNIS_CHECK_LAUNCH();
     compact_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, nullptr, out, job);
     IGNIS_CHECK_LAUNCH();
