@@ -352,6 +352,60 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(const T* logits, int* id
   }
 }
 
+// 64-bit weights summed through native 32-bit shared atomics, as four 16-bit limbs whose sums are
+// folded into the 64-bit bins every kLimbSpan tokens, before any can pass 32 bits. Warp-aggregated
+// 64-bit adds (one_block::add_to_histogram) serialise a warp over the ~10 bins its 32 tokens hit:
+// under them 39% of the weigh pass's instructions were branches, at 14.6 active threads a warp (ncu,
+// H200, session 28).
+constexpr int kLimbSpan = 65536;
+constexpr int kLimbs = 4;
+struct Limbs {
+  unsigned sum[kLimbs][kTopBins];
+};
+
+// Count and weight histograms of this block's slice by bin_of(order key) (kNoBin: left out), in s,
+// and added into the row's histogram `hist` when the row has several blocks. s.table must be
+// loaded before the call (its first barrier publishes it). Ends at a barrier.
+// x: [vocab], one row.
+template <class T, class BinOf>
+__device__ void slice_histograms(PassShared& s, Limbs& limbs, RowHist& hist, const Job& job, const T* x,
+                                 const Slice& sl, const Weigh& weigh, BinOf bin_of) {
+  for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+    s.counts[b] = 0;
+    s.weights[b] = 0;
+    for (int j = 0; j < kLimbs; ++j) limbs.sum[j][b] = 0;
+  }
+  __syncthreads();
+  for (int lo = sl.lo; lo < sl.hi; lo += kLimbSpan) {
+    for_slice(x, lo, min(sl.hi, lo + kLimbSpan), [&](int, float v, bool valid) {
+      const unsigned bin = valid ? bin_of(rule::order_key(v)) : kNoBin;
+      if (bin == kNoBin) return;
+      atomicAdd(&s.counts[bin], 1u);
+      const u64 w = weigh(v);
+#pragma unroll
+      for (int j = 0; j < kLimbs; ++j) {
+        const unsigned part = static_cast<unsigned>(w >> (16 * j)) & 0xffffu;
+        if (part != 0) atomicAdd(&limbs.sum[j][bin], part);
+      }
+    });
+    __syncthreads();
+    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+      u64 w = 0;
+      for (int j = 0; j < kLimbs; ++j) {
+        w += u64{limbs.sum[j][b]} << (16 * j);
+        limbs.sum[j][b] = 0;
+      }
+      s.weights[b] += w;
+    }
+    __syncthreads();
+  }
+  if (job.blocks > 1)
+    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+      if (s.counts[b] != 0) atomicAdd(&hist.counts[b], s.counts[b]);
+      if (s.weights[b] != 0) atomicAdd(&hist.weights[b], s.weights[b]);
+    }
+}
+
 // Top-p without top-k: weight (and count) histograms of the top digit.
 // logits: [rows, vocab].
 template <class T>
@@ -359,27 +413,13 @@ __global__ void __launch_bounds__(kThreads) weigh_kernel(const T* logits, const 
   __shared__ PassShared s;
   const Slice sl = slice_of(job);
   const T* x = logits + static_cast<long long>(sl.row) * job.vocab;
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  Limbs& limbs = *reinterpret_cast<Limbs*>(dynamic_smem);  // 32 KB: past the 48 KB of static shared memory
   RowState& st = job.rows[sl.row];
-  load_table(s, job);
-  for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
-    s.counts[b] = 0;
-    s.weights[b] = 0;
-  }
-  __syncthreads();
-  const Weigh weigh = row_weigh(s, job, st);
-  for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
-    const unsigned bin = valid ? rule::order_key(v) >> kTopShift : kNoBin;
-    const u64 w = valid ? weigh(v) : 0;
-    count_bin(s.counts, bin);
-    one_block::add_to_histogram(s.weights, w != 0 ? bin : kNoBin, w, kNoBin);
-  });
-  __syncthreads();
   RowHist& hist = job.hists[job.blocks > 1 ? sl.row : 0];
-  if (job.blocks > 1)
-    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
-      if (s.counts[b] != 0) atomicAdd(&hist.counts[b], s.counts[b]);
-      if (s.weights[b] != 0) atomicAdd(&hist.weights[b], s.weights[b]);
-    }
+  load_table(s, job);
+  const Weigh weigh = row_weigh(s, job, st);
+  slice_histograms(s, limbs, hist, job, x, sl, weigh, [](unsigned key) { return key >> kTopShift; });
   if (!last_to_arrive(s, &st.arrived[kWeigh], job.blocks)) return;
   const unsigned* counts = job.blocks > 1 ? hist.counts : s.counts;
   const u64* weights = job.blocks > 1 ? hist.weights : s.weights;
@@ -417,30 +457,16 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(const T* logits, const
   const Slice sl = slice_of(job);
   RowState& st = job.rows[sl.row];
   if (!st.overflow) return;
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  Limbs& limbs = *reinterpret_cast<Limbs*>(dynamic_smem);  // 32 KB: past the 48 KB of static shared memory
   const T* x = logits + static_cast<long long>(sl.row) * job.vocab;
   const unsigned bucket = st.bin;
-  load_table(s, job);
-  for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
-    s.counts[b] = 0;
-    s.weights[b] = 0;
-  }
-  __syncthreads();
-  const Weigh weigh = row_weigh(s, job, st);
-  for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
-    const unsigned key = rule::order_key(v);
-    const bool inside = valid && (key >> kTopShift) == bucket;
-    const unsigned bin = inside ? (key >> kSubShift) & (kTopBins - 1) : kNoBin;
-    const u64 w = inside ? weigh(v) : 0;
-    count_bin(s.counts, bin);
-    one_block::add_to_histogram(s.weights, w != 0 ? bin : kNoBin, w, kNoBin);
-  });
-  __syncthreads();
   RowHist& hist = job.hists[job.blocks > 1 ? sl.row : 0];
-  if (job.blocks > 1)
-    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
-      if (s.counts[b] != 0) atomicAdd(&hist.counts[b], s.counts[b]);
-      if (s.weights[b] != 0) atomicAdd(&hist.weights[b], s.weights[b]);
-    }
+  load_table(s, job);
+  const Weigh weigh = row_weigh(s, job, st);
+  slice_histograms(s, limbs, hist, job, x, sl, weigh, [bucket](unsigned key) {
+    return (key >> kTopShift) == bucket ? (key >> kSubShift) & (kTopBins - 1) : kNoBin;
+  });
   if (!last_to_arrive(s, &st.arrived[kRefine], job.blocks)) return;
   const unsigned* counts = job.blocks > 1 ? hist.counts : s.counts;
   const u64* weights = job.blocks > 1 ? hist.weights : s.weights;
@@ -616,6 +642,17 @@ class Workspace {
   Scratch scratch_;
 };
 
+// The top-p passes: weigh, then refine (which returns at once for rows whose bucket fits the list).
+// x: [rows, vocab].
+template <class T>
+void launch_weigh_and_refine(const T* x, const Job& job, unsigned grid, Stream stream) {
+  for (auto kernel : {weigh_kernel<T>, refine_kernel<T>}) {
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(Limbs)));
+    kernel<<<grid, kThreads, sizeof(Limbs), to_cuda(stream)>>>(x, job);
+    IGNIS_CHECK_LAUNCH();
+  }
+}
+
 // src, dst: [rows, vocab].
 void copy_async(const Tensor& src, const Tensor& dst, Stream stream) {
   if (src.data() == dst.data()) return;
@@ -654,10 +691,7 @@ void launch_top_p(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out
   const T* x = logits.data_as<const T>();
   scan_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, nullptr, job);
   IGNIS_CHECK_LAUNCH();
-  weigh_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
-  IGNIS_CHECK_LAUNCH();
-  refine_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
-  IGNIS_CHECK_LAUNCH();
+  launch_weigh_and_refine(x, job, grid, stream);
   compact_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, out.data_as<T>(), nullptr, job);
   IGNIS_CHECK_LAUNCH();
 }
@@ -686,10 +720,7 @@ void launch_sample(const Tensor& logits, const rule::Plan& plan, const Tensor& i
     return;
   }
   if (job.p_fixed < rule::kTopPOff) {
-    weigh_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
-    IGNIS_CHECK_LAUNCH();
-    refine_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
-    IGNIS_CHECK_LAUNCH();
+    launch_weigh_and_refine(x, job, grid, stream);
     compact_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, nullptr, out, job);
     IGNIS_CHECK_LAUNCH();
   }
