@@ -11,8 +11,8 @@
 //     appended to a small per-row list; masks write every other token on the way. The last block
 //     selects the exact cut among the listed tokens by radix passes over the list alone and
 //     finishes the row: the listed mask entries, or the whole draw of a top-k sample.
-//  4. draw (sampling without top-k): per-block sums of the kept weights; the last block finds the
-//     block holding the drawn threshold and scans that slice alone in index order.
+//  4. draw (sampling without top-k): sums of the kept weights per chunk of 256 tokens; the last block
+//     finds the chunk holding the drawn threshold and scans that chunk alone in index order.
 // Tokens are ranked by the 64-bit composite (key << 32 | ~index), unique per token, so every cut is
 // "composite >= c" and every selection has one answer. The weights and their sums are the integers
 // of src/ops/sampling_rule.h, so the masks and ids equal the CPU path's exactly. A row whose list
@@ -37,6 +37,8 @@ using one_block::Weigh;
 
 constexpr int kThreads = 256;
 constexpr int kUnroll = 8;        // loads a thread has in flight in a pass over its slice
+constexpr int kChunk = 32 * kUnroll;  // the tokens a warp takes a step
+static_assert(kThreads % kChunk == 0, "make_job rounds slices to kThreads tokens: whole chunks");
 constexpr int kTopShift = 21;     // the top digit: sign, exponent and two mantissa bits of a key
 constexpr int kTopBins = 1 << (32 - kTopShift);
 constexpr int kSubShift = kTopShift - (32 - kTopShift);  // the refine pass's digit: the next 11 bits
@@ -81,7 +83,8 @@ struct Job {
   RowState* rows;   // [rows]
   RowHist* hists;   // [rows] with several blocks a row, else [1]
   u64* lists;     // [rows, list_cap]
-  u64* partials;  // [rows, blocks]
+  int chunks;      // per row: ceil(vocab / kChunk)
+  u64* partials;  // [rows, chunks]
   std::uint64_t table[rule::kExpTableSize];
 };
 
@@ -127,11 +130,17 @@ __device__ Slice slice_of(const Job& job) {
   return {row, block, lo, min(lo + job.slice, job.vocab)};
 }
 
+// After each warp's chunk of tokens: nothing.
+struct NoChunkEnd {
+  __device__ void operator()(int) const {}
+};
+
 // f(i, v, valid) for the tokens [lo, hi), called by every lane the same number of times (for the
-// warp-wide histogram and list updates); each warp loads kUnroll tokens a lane before using them.
+// warp-wide histogram and list updates); each warp loads kUnroll tokens a lane (a chunk of kChunk
+// tokens starting at `base`) before using them, then every lane calls chunk_end(base).
 // x: [vocab], one row.
-template <class T, class F>
-__device__ void for_slice(const T* x, int lo, int hi, F f) {
+template <class T, class F, class ChunkEnd = NoChunkEnd>
+__device__ void for_slice(const T* x, int lo, int hi, F f, ChunkEnd chunk_end = {}) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (int base = lo + warp * 32 * kUnroll; base < hi; base += warps * 32 * kUnroll) {
     float v[kUnroll];
@@ -145,6 +154,7 @@ __device__ void for_slice(const T* x, int lo, int hi, F f) {
       const int i = base + j * 32 + lane;
       f(i, v[j], i < hi);
     }
+    chunk_end(base);
   }
 }
 
@@ -576,27 +586,34 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(const T* logits, int* id
   __syncthreads();
   const Weigh weigh = row_weigh(s, job, st);
   const u64 cut = st.cut;
+  u64* chunk_sums = job.partials + static_cast<long long>(sl.row) * job.chunks;
   u64 sum = 0;
-  for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
-    if (valid && composite(rule::order_key(v), i) >= cut) sum += weigh(v);
-  });
-  sum = block_reduce(sum, Sum{}, s.scratch);
-  u64* partials = job.partials + static_cast<long long>(sl.row) * job.blocks;
-  if (threadIdx.x == 0) partials[sl.block] = sum;
+  for_slice(
+      x, sl.lo, sl.hi,
+      [&](int i, float v, bool valid) {
+        if (valid && composite(rule::order_key(v), i) >= cut) sum += weigh(v);
+      },
+      [&](int base) {
+        const u64 chunk = warp_reduce(sum, Sum{});
+        if (threadIdx.x % 32 == 0) chunk_sums[base / kChunk] = chunk;
+        sum = 0;
+      });
   if (!last_to_arrive(s, &st.arrived[kDraw], job.blocks)) return;
+  // The chunk sums let the last block scan 256 tokens for the draw instead of its slice: with one
+  // block a row, that scan re-weighed half the row on average.
   u64 total = 0;
-  for (int b = threadIdx.x; b < job.blocks; b += blockDim.x) total += partials[b];
+  for (int c = threadIdx.x; c < job.chunks; c += blockDim.x) total += chunk_sums[c];
   total = block_reduce(total, Sum{}, s.scratch);
   if (total == 0) {  // a row without a finite logit
     if (threadIdx.x == 0) ids[sl.row] = composite_index(st.best);
     return;
   }
   const u64 threshold = rule::draw_threshold(rule::random_bits(job.plan.seed, job.plan.step, sl.row), total);
-  // Bin b stands for block blocks - 1 - b, so that scanning bins downwards walks blocks upwards.
-  pick_bin(s, job.blocks, [&](int b) { return partials[job.blocks - 1 - b]; }, threshold + 1);
-  const int block = job.blocks - 1 - static_cast<int>(s.bin);
+  // Bin b stands for chunk chunks - 1 - b, so that scanning bins downwards walks chunks upwards.
+  pick_bin(s, job.chunks, [&](int b) { return chunk_sums[job.chunks - 1 - b]; }, threshold + 1);
+  const int chunk = job.chunks - 1 - static_cast<int>(s.bin);
   const u64 need = s.need;
-  const int lo = block * job.slice, n = min(lo + job.slice, job.vocab) - lo;
+  const int lo = chunk * kChunk, n = min(lo + kChunk, job.vocab) - lo;
   const int i = one_block::find_first_reaching(alone, x + lo, n, SliceWeight{weigh, cut, lo}, need);
   if (threadIdx.x == 0) ids[sl.row] = lo + i;
 }
@@ -612,6 +629,7 @@ Job make_job(Mode mode, long long rows, long long vocab, long long k = 0) {
   const long long blocks = std::max(1LL, std::min(want, most));
   job.slice = static_cast<int>((ceil_div(vocab, blocks) + kThreads - 1) / kThreads * kThreads);
   job.blocks = static_cast<int>(ceil_div(vocab, job.slice));
+  job.chunks = static_cast<int>(ceil_div(vocab, kChunk));
   long long cap = std::min(16384LL, std::max(1024LL, kMaxListBytes / 8 / rows));
   // A top-k sample lists every token above the picked bucket too (up to k), so k alone must not fill the list.
   cap = std::max(cap, 2 * k);
@@ -629,7 +647,7 @@ class Workspace {
       : state_bytes_(align_up(rows * sizeof(RowState))),
         hist_bytes_(job.blocks > 1 ? align_up(rows * sizeof(RowHist)) : align_up(sizeof(RowHist))),
         list_bytes_(align_up(rows * job.list_cap * sizeof(u64))),
-        scratch_(state_bytes_ + hist_bytes_ + list_bytes_ + align_up(rows * job.blocks * sizeof(u64)), stream) {
+        scratch_(state_bytes_ + hist_bytes_ + list_bytes_ + align_up(rows * job.chunks * sizeof(u64)), stream) {
     job.rows = scratch_.at<RowState>(0);
     job.hists = scratch_.at<RowHist>(state_bytes_);
     job.lists = scratch_.at<u64>(state_bytes_ + hist_bytes_);
