@@ -424,7 +424,7 @@ __global__ void __launch_bounds__(kThreads) weigh_kernel(const T* logits, const 
   const Slice sl = slice_of(job);
   const T* x = logits + static_cast<long long>(sl.row) * job.vocab;
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
-  Limbs& limbs = *reinterpret_cast<Limbs*>(dynamic_smem);  // 32 KB: past the 48 KB of static shared memory
+  Limbs& limbs = *reinterpret_cast<Limbs*>(dynamic_smem);  // dynamic: with s it passes the 48 KB static limit
   RowState& st = job.rows[sl.row];
   RowHist& hist = job.hists[job.blocks > 1 ? sl.row : 0];
   load_table(s, job);
@@ -468,7 +468,7 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(const T* logits, const
   RowState& st = job.rows[sl.row];
   if (!st.overflow) return;
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
-  Limbs& limbs = *reinterpret_cast<Limbs*>(dynamic_smem);  // 32 KB: past the 48 KB of static shared memory
+  Limbs& limbs = *reinterpret_cast<Limbs*>(dynamic_smem);  // dynamic: with s it passes the 48 KB static limit
   const T* x = logits + static_cast<long long>(sl.row) * job.vocab;
   const unsigned bucket = st.bin;
   RowHist& hist = job.hists[job.blocks > 1 ? sl.row : 0];
