@@ -4,6 +4,7 @@
 // the CPU path's without exception; draw statistics, poisoned outputs and bad arguments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -168,6 +169,51 @@ TEST_P(SamplingOp, TopPMaskPathsEqualTheCpuRule) {
       top_p_mask(host_in, p, host_out);
       const auto want = test::read_tensor(host_out);
       for (std::int64_t r = 0; r < rows; ++r) EXPECT_EQ(row_mismatches(got, want, r, vocab), 0) << "row " << r;
+    }
+  }
+}
+
+// Rows whose top-p cut falls in a bucket of the multi-pass kernels' top digit (sign, exponent, two
+// mantissa bits) holding more tokens than their per-row list (16384 at 3 rows, 1M / rows tokens at
+// more): values uniform in [4, 5) put the whole row in one such bucket, so the refine pass splits it
+// by the next digit (16-bit values: one list per value, 32 values in [4, 5)). Row kinds: uniform
+// [4, 5); the same under ten tokens at 9; normal logits (stddev 3), whose bucket fits. 70 rows take
+// the multi-pass kernels for 16-bit logits too (top_p_narrow.cu stops at 64). Masks and ids (top-p
+// without top-k, where the draw follows the same cut) must equal the CPU path's.
+TEST_P(SamplingOp, TopPSplitsBucketsTooBigForTheList) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, sampling_supported(impl.device, impl.dtype));
+  if (!impl.device.is_cuda()) GTEST_SKIP() << "compares the CUDA paths with the CPU path";
+  std::uint64_t salt = 4000;
+  const std::int64_t shapes[][2] = {{3, 40000}, {70, 20000}};
+  for (const auto& shape : shapes) {
+    const std::int64_t rows = shape[0], vocab = shape[1];
+    auto rng = test::case_rng(++salt);
+    auto x = test::random_uniform(rng, rows * vocab, 4.0, 5.0);
+    const auto normal = test::random_normal(rng, rows * vocab, 3.0);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double* row = x.data() + r * vocab;
+      if (r % 3 == 1)
+        for (std::int64_t i = 0; i < 10; ++i) row[i * 7 + 3] = 9.0;
+      if (r % 3 == 2) std::copy_n(normal.data() + r * vocab, vocab, row);
+    }
+    x = test::quantize(x, impl.dtype);
+    Tensor host_in = test::make_tensor(x, {rows, vocab}, DType::f32, Device::cpu());
+    for (double p : {0.3, 0.9}) {
+      SCOPED_TRACE(testing::Message() << impl << " rows " << rows << " vocab " << vocab << " p " << p);
+      const auto got = run_mask(impl, x, rows, vocab, false, [p](const Tensor& in, const Tensor& out) {
+        top_p_mask(in, p, out);
+      });
+      Tensor host_out = test::make_poisoned({rows, vocab}, DType::f32, Device::cpu());
+      top_p_mask(host_in, p, host_out);
+      const auto want = test::read_tensor(host_out);
+      for (std::int64_t r = 0; r < rows; ++r) EXPECT_EQ(row_mismatches(got, want, r, vocab), 0) << "row " << r;
+      const SamplingParams params{1.0, 0, p, 17, 3};
+      Tensor ids = test::make_poisoned({rows}, DType::i32, impl.device);
+      sample(test::make_tensor(x, {rows, vocab}, impl.dtype, impl.device), params, ids);
+      Tensor host_ids = test::make_poisoned({rows}, DType::i32, Device::cpu());
+      sample(host_in, params, host_ids);
+      EXPECT_EQ(test::read_tensor(ids), test::read_tensor(host_ids)) << "CUDA and CPU must draw the same ids";
     }
   }
 }

@@ -4,12 +4,15 @@
 //     of the order keys; the last block of the row to finish picks the bucket holding the k-th token.
 //  2. weigh (top-p): a histogram of the integer weights (and counts) per top bucket; the last block
 //     picks the bucket where the rank-order mass reaches the top-p target.
+//  2b. refine (top-p): only for rows whose picked bucket holds more tokens than the list takes (many
+//     rows leave each row a short list): the same histograms over the next 11 bits of that bucket's
+//     tokens, so the list holds one sub-bucket instead of the row falling back to one block.
 //  3. compact: the tokens of that bucket (with top-k sampling: of every bucket from it up) are
 //     appended to a small per-row list; masks write every other token on the way. The last block
 //     selects the exact cut among the listed tokens by radix passes over the list alone and
 //     finishes the row: the listed mask entries, or the whole draw of a top-k sample.
-//  4. draw (sampling without top-k): per-block sums of the kept weights; the last block finds the
-//     block holding the drawn threshold and scans that slice alone in index order.
+//  4. draw (sampling without top-k): sums of the kept weights per chunk of 256 tokens; the last block
+//     finds the chunk holding the drawn threshold and scans that chunk alone in index order.
 // Tokens are ranked by the 64-bit composite (key << 32 | ~index), unique per token, so every cut is
 // "composite >= c" and every selection has one answer. The weights and their sums are the integers
 // of src/ops/sampling_rule.h, so the masks and ids equal the CPU path's exactly. A row whose list
@@ -34,8 +37,11 @@ using one_block::Weigh;
 
 constexpr int kThreads = 256;
 constexpr int kUnroll = 8;        // loads a thread has in flight in a pass over its slice
+constexpr int kChunk = 32 * kUnroll;  // the tokens a warp takes a step
+static_assert(kThreads % kChunk == 0, "make_job rounds slices to kThreads tokens: whole chunks");
 constexpr int kTopShift = 21;     // the top digit: sign, exponent and two mantissa bits of a key
 constexpr int kTopBins = 1 << (32 - kTopShift);
+constexpr int kSubShift = kTopShift - (32 - kTopShift);  // the refine pass's digit: the next 11 bits
 constexpr int kSelBits = 8;       // digits of the radix passes over a list
 constexpr int kSelBins = 1 << kSelBits;
 constexpr int kMinSlice = 2048;   // tokens a block at least
@@ -43,7 +49,7 @@ constexpr int kMaxListBytes = 8 << 20;
 constexpr unsigned kNoBin = 0xffffffffu;
 
 enum class Mode : int { top_k, top_p, sample };
-enum Stage : int { kScan, kWeigh, kCompact, kDraw, kStages };
+enum Stage : int { kScan, kWeigh, kRefine, kCompact, kDraw, kStages };
 
 // One row's results between kernels; zeroed before the first.
 struct RowState {
@@ -51,7 +57,8 @@ struct RowState {
   u64 need;  // what the picked bucket must still supply (a count or a weight)
   u64 cut;   // smallest kept composite; 0 keeps every token
   unsigned arrived[kStages];
-  unsigned bin;     // the picked top bucket; kNoBin: nothing to cut (no finite logit)
+  unsigned bin;     // the picked bucket, key >> shift; kNoBin: nothing to cut (no finite logit)
+  unsigned shift;   // kTopShift, or kSubShift once the refine pass split the top bucket
   unsigned listed;  // tokens appended to the list
   int overflow;     // the list would not fit: one block finishes the row
 };
@@ -76,7 +83,8 @@ struct Job {
   RowState* rows;   // [rows]
   RowHist* hists;   // [rows] with several blocks a row, else [1]
   u64* lists;     // [rows, list_cap]
-  u64* partials;  // [rows, blocks]
+  int chunks;      // per row: ceil(vocab / kChunk)
+  u64* partials;  // [rows, chunks]
   std::uint64_t table[rule::kExpTableSize];
 };
 
@@ -122,11 +130,17 @@ __device__ Slice slice_of(const Job& job) {
   return {row, block, lo, min(lo + job.slice, job.vocab)};
 }
 
+// After each warp's chunk of tokens: nothing.
+struct NoChunkEnd {
+  __device__ void operator()(int) const {}
+};
+
 // f(i, v, valid) for the tokens [lo, hi), called by every lane the same number of times (for the
-// warp-wide histogram and list updates); each warp loads kUnroll tokens a lane before using them.
+// warp-wide histogram and list updates); each warp loads kUnroll tokens a lane (a chunk of kChunk
+// tokens starting at `base`) before using them, then every lane calls chunk_end(base).
 // x: [vocab], one row.
-template <class T, class F>
-__device__ void for_slice(const T* x, int lo, int hi, F f) {
+template <class T, class F, class ChunkEnd = NoChunkEnd>
+__device__ void for_slice(const T* x, int lo, int hi, F f, ChunkEnd chunk_end = {}) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (int base = lo + warp * 32 * kUnroll; base < hi; base += warps * 32 * kUnroll) {
     float v[kUnroll];
@@ -140,6 +154,7 @@ __device__ void for_slice(const T* x, int lo, int hi, F f) {
       const int i = base + j * 32 + lane;
       f(i, v[j], i < hi);
     }
+    chunk_end(base);
   }
 }
 
@@ -339,11 +354,66 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(const T* logits, int* id
   pick_bin(s, kTopBins, [&](int b) { return u64{counts[b]}; }, static_cast<u64>(job.k));
   if (threadIdx.x == 0) {
     st.bin = s.bin;
+    st.shift = kTopShift;
     st.need = s.need;
     // A top-k sample lists every bucket from the picked one up: the k - need tokens above it too.
     const u64 listed = counts[s.bin] + (job.mode == Mode::sample ? static_cast<u64>(job.k) - s.need : 0);
     st.overflow = listed > static_cast<u64>(job.list_cap);
   }
+}
+
+// 64-bit weights summed through native 32-bit shared atomics, as four 16-bit limbs whose sums are
+// folded into the 64-bit bins every kLimbSpan tokens, before any can pass 32 bits. Warp-aggregated
+// 64-bit adds (one_block::add_to_histogram) serialise a warp over the ~10 bins its 32 tokens hit:
+// under them 39% of the weigh pass's instructions were branches, at 14.6 active threads a warp (ncu,
+// H200, session 28).
+constexpr int kLimbSpan = 65536;
+constexpr int kLimbs = 4;
+struct Limbs {
+  unsigned sum[kLimbs][kTopBins];
+};
+
+// Count and weight histograms of this block's slice by bin_of(order key) (kNoBin: left out), in s,
+// and added into the row's histogram `hist` when the row has several blocks. s.table must be
+// loaded before the call (its first barrier publishes it). Ends at a barrier.
+// x: [vocab], one row.
+template <class T, class BinOf>
+__device__ void slice_histograms(PassShared& s, Limbs& limbs, RowHist& hist, const Job& job, const T* x,
+                                 const Slice& sl, const Weigh& weigh, BinOf bin_of) {
+  for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+    s.counts[b] = 0;
+    s.weights[b] = 0;
+    for (int j = 0; j < kLimbs; ++j) limbs.sum[j][b] = 0;
+  }
+  __syncthreads();
+  for (int lo = sl.lo; lo < sl.hi; lo += kLimbSpan) {
+    for_slice(x, lo, min(sl.hi, lo + kLimbSpan), [&](int, float v, bool valid) {
+      const unsigned bin = valid ? bin_of(rule::order_key(v)) : kNoBin;
+      if (bin == kNoBin) return;
+      atomicAdd(&s.counts[bin], 1u);
+      const u64 w = weigh(v);
+#pragma unroll
+      for (int j = 0; j < kLimbs; ++j) {
+        const unsigned part = static_cast<unsigned>(w >> (16 * j)) & 0xffffu;
+        if (part != 0) atomicAdd(&limbs.sum[j][bin], part);
+      }
+    });
+    __syncthreads();
+    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+      u64 w = 0;
+      for (int j = 0; j < kLimbs; ++j) {
+        w += u64{limbs.sum[j][b]} << (16 * j);
+        limbs.sum[j][b] = 0;
+      }
+      s.weights[b] += w;
+    }
+    __syncthreads();
+  }
+  if (job.blocks > 1)
+    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+      if (s.counts[b] != 0) atomicAdd(&hist.counts[b], s.counts[b]);
+      if (s.weights[b] != 0) atomicAdd(&hist.weights[b], s.weights[b]);
+    }
 }
 
 // Top-p without top-k: weight (and count) histograms of the top digit.
@@ -353,27 +423,13 @@ __global__ void __launch_bounds__(kThreads) weigh_kernel(const T* logits, const 
   __shared__ PassShared s;
   const Slice sl = slice_of(job);
   const T* x = logits + static_cast<long long>(sl.row) * job.vocab;
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  Limbs& limbs = *reinterpret_cast<Limbs*>(dynamic_smem);  // dynamic: with s it passes the 48 KB static limit
   RowState& st = job.rows[sl.row];
-  load_table(s, job);
-  for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
-    s.counts[b] = 0;
-    s.weights[b] = 0;
-  }
-  __syncthreads();
-  const Weigh weigh = row_weigh(s, job, st);
-  for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
-    const unsigned bin = valid ? rule::order_key(v) >> kTopShift : kNoBin;
-    const u64 w = valid ? weigh(v) : 0;
-    count_bin(s.counts, bin);
-    one_block::add_to_histogram(s.weights, w != 0 ? bin : kNoBin, w, kNoBin);
-  });
-  __syncthreads();
   RowHist& hist = job.hists[job.blocks > 1 ? sl.row : 0];
-  if (job.blocks > 1)
-    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
-      if (s.counts[b] != 0) atomicAdd(&hist.counts[b], s.counts[b]);
-      if (s.weights[b] != 0) atomicAdd(&hist.weights[b], s.weights[b]);
-    }
+  load_table(s, job);
+  const Weigh weigh = row_weigh(s, job, st);
+  slice_histograms(s, limbs, hist, job, x, sl, weigh, [](unsigned key) { return key >> kTopShift; });
   if (!last_to_arrive(s, &st.arrived[kWeigh], job.blocks)) return;
   const unsigned* counts = job.blocks > 1 ? hist.counts : s.counts;
   const u64* weights = job.blocks > 1 ? hist.weights : s.weights;
@@ -385,8 +441,49 @@ __global__ void __launch_bounds__(kThreads) weigh_kernel(const T* logits, const 
     return;
   }
   pick_bin(s, kTopBins, [&](int b) { return weights[b]; }, rule::top_p_target(total, job.p_fixed));
+  const bool split = counts[s.bin] > static_cast<unsigned>(job.list_cap);
   if (threadIdx.x == 0) {
     st.bin = s.bin;
+    st.shift = kTopShift;
+    st.need = s.need;
+    st.overflow = split;
+  }
+  if (split && job.blocks > 1) {  // refine_kernel sums into the row's histogram again
+    __syncthreads();
+    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
+      hist.counts[b] = 0;
+      hist.weights[b] = 0;
+    }
+  }
+}
+
+// Top-p whose picked bucket overflows the list: weight (and count) histograms of the next digit of
+// that bucket's tokens; the last block picks the sub-bucket where the bucket's share of the target
+// is reached. Rows whose bucket fits return at once.
+// logits: [rows, vocab].
+template <class T>
+__global__ void __launch_bounds__(kThreads) refine_kernel(const T* logits, const __grid_constant__ Job job) {
+  __shared__ PassShared s;
+  const Slice sl = slice_of(job);
+  RowState& st = job.rows[sl.row];
+  if (!st.overflow) return;
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  Limbs& limbs = *reinterpret_cast<Limbs*>(dynamic_smem);  // dynamic: with s it passes the 48 KB static limit
+  const T* x = logits + static_cast<long long>(sl.row) * job.vocab;
+  const unsigned bucket = st.bin;
+  RowHist& hist = job.hists[job.blocks > 1 ? sl.row : 0];
+  load_table(s, job);
+  const Weigh weigh = row_weigh(s, job, st);
+  slice_histograms(s, limbs, hist, job, x, sl, weigh, [bucket](unsigned key) {
+    return (key >> kTopShift) == bucket ? (key >> kSubShift) & (kTopBins - 1) : kNoBin;
+  });
+  if (!last_to_arrive(s, &st.arrived[kRefine], job.blocks)) return;
+  const unsigned* counts = job.blocks > 1 ? hist.counts : s.counts;
+  const u64* weights = job.blocks > 1 ? hist.weights : s.weights;
+  pick_bin(s, kTopBins, [&](int b) { return weights[b]; }, st.need);
+  if (threadIdx.x == 0) {
+    st.bin = (bucket << (kTopShift - kSubShift)) | s.bin;
+    st.shift = kSubShift;
     st.need = s.need;
     st.overflow = counts[s.bin] > static_cast<unsigned>(job.list_cap);
   }
@@ -419,7 +516,7 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
   const T* x = logits + offset;
   T* y = out != nullptr ? out + offset : nullptr;  // masks only; y may alias x
   RowState& st = job.rows[sl.row];
-  const unsigned bin = st.bin;
+  const unsigned bin = st.bin, shift = st.shift;
   const bool mask = job.mode != Mode::sample;
   const bool from_bin_up = job.mode == Mode::sample && job.k > 0;
   if (bin == kNoBin) {  // top-p of a row without a finite logit: unchanged
@@ -431,7 +528,7 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
   u64* list = job.lists + static_cast<long long>(sl.row) * job.list_cap;
   if (!overflow)
     for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
-      const unsigned key = rule::order_key(v), b = key >> kTopShift;
+      const unsigned key = rule::order_key(v), b = key >> shift;
       const bool take = valid && (from_bin_up ? b >= bin : b == bin);
       append(list, &st.listed, job.list_cap, take, composite(key, i));
       if (mask && valid && !take) y[i] = b > bin ? from_float<T>(v) : from_float<T>(-INFINITY);
@@ -489,33 +586,41 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(const T* logits, int* id
   __syncthreads();
   const Weigh weigh = row_weigh(s, job, st);
   const u64 cut = st.cut;
+  u64* chunk_sums = job.partials + static_cast<long long>(sl.row) * job.chunks;
   u64 sum = 0;
-  for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
-    if (valid && composite(rule::order_key(v), i) >= cut) sum += weigh(v);
-  });
-  sum = block_reduce(sum, Sum{}, s.scratch);
-  u64* partials = job.partials + static_cast<long long>(sl.row) * job.blocks;
-  if (threadIdx.x == 0) partials[sl.block] = sum;
+  for_slice(
+      x, sl.lo, sl.hi,
+      [&](int i, float v, bool valid) {
+        if (valid && composite(rule::order_key(v), i) >= cut) sum += weigh(v);
+      },
+      [&](int base) {
+        const u64 chunk = warp_reduce(sum, Sum{});
+        if (threadIdx.x % 32 == 0) chunk_sums[base / kChunk] = chunk;
+        sum = 0;
+      });
   if (!last_to_arrive(s, &st.arrived[kDraw], job.blocks)) return;
+  // The chunk sums let the last block scan 256 tokens for the draw instead of its slice: with one
+  // block a row, that scan re-weighed half the row on average.
   u64 total = 0;
-  for (int b = threadIdx.x; b < job.blocks; b += blockDim.x) total += partials[b];
+  for (int c = threadIdx.x; c < job.chunks; c += blockDim.x) total += chunk_sums[c];
   total = block_reduce(total, Sum{}, s.scratch);
   if (total == 0) {  // a row without a finite logit
     if (threadIdx.x == 0) ids[sl.row] = composite_index(st.best);
     return;
   }
   const u64 threshold = rule::draw_threshold(rule::random_bits(job.plan.seed, job.plan.step, sl.row), total);
-  // Bin b stands for block blocks - 1 - b, so that scanning bins downwards walks blocks upwards.
-  pick_bin(s, job.blocks, [&](int b) { return partials[job.blocks - 1 - b]; }, threshold + 1);
-  const int block = job.blocks - 1 - static_cast<int>(s.bin);
+  // Bin b stands for chunk chunks - 1 - b, so that scanning bins downwards walks chunks upwards.
+  pick_bin(s, job.chunks, [&](int b) { return chunk_sums[job.chunks - 1 - b]; }, threshold + 1);
+  const int chunk = job.chunks - 1 - static_cast<int>(s.bin);
   const u64 need = s.need;
-  const int lo = block * job.slice, n = min(lo + job.slice, job.vocab) - lo;
+  const int lo = chunk * kChunk, n = min(lo + kChunk, job.vocab) - lo;
   const int i = one_block::find_first_reaching(alone, x + lo, n, SliceWeight{weigh, cut, lo}, need);
   if (threadIdx.x == 0) ids[sl.row] = lo + i;
 }
 
 // Blocks per row: about four blocks per SM over all rows, at least kMinSlice tokens a block.
-Job make_job(Mode mode, long long rows, long long vocab) {
+// k: the top-k of a sample (0: none).
+Job make_job(Mode mode, long long rows, long long vocab, long long k = 0) {
   Job job{};
   job.mode = mode;
   job.vocab = static_cast<int>(vocab);
@@ -524,7 +629,10 @@ Job make_job(Mode mode, long long rows, long long vocab) {
   const long long blocks = std::max(1LL, std::min(want, most));
   job.slice = static_cast<int>((ceil_div(vocab, blocks) + kThreads - 1) / kThreads * kThreads);
   job.blocks = static_cast<int>(ceil_div(vocab, job.slice));
-  const long long cap = std::min(16384LL, std::max(1024LL, kMaxListBytes / 8 / rows));
+  job.chunks = static_cast<int>(ceil_div(vocab, kChunk));
+  long long cap = std::min(16384LL, std::max(1024LL, kMaxListBytes / 8 / rows));
+  // A top-k sample lists every token above the picked bucket too (up to k), so k alone must not fill the list.
+  cap = std::max(cap, 2 * k);
   job.list_cap = static_cast<int>(std::min(vocab, cap));
   job.scale = rule::kLog2e;
   job.bits = rule::weight_bits(vocab);
@@ -539,7 +647,7 @@ class Workspace {
       : state_bytes_(align_up(rows * sizeof(RowState))),
         hist_bytes_(job.blocks > 1 ? align_up(rows * sizeof(RowHist)) : align_up(sizeof(RowHist))),
         list_bytes_(align_up(rows * job.list_cap * sizeof(u64))),
-        scratch_(state_bytes_ + hist_bytes_ + list_bytes_ + align_up(rows * job.blocks * sizeof(u64)), stream) {
+        scratch_(state_bytes_ + hist_bytes_ + list_bytes_ + align_up(rows * job.chunks * sizeof(u64)), stream) {
     job.rows = scratch_.at<RowState>(0);
     job.hists = scratch_.at<RowHist>(state_bytes_);
     job.lists = scratch_.at<u64>(state_bytes_ + hist_bytes_);
@@ -551,6 +659,17 @@ class Workspace {
   std::size_t state_bytes_, hist_bytes_, list_bytes_;
   Scratch scratch_;
 };
+
+// The top-p passes: weigh, then refine (which returns at once for rows whose bucket fits the list).
+// x: [rows, vocab].
+template <class T>
+void launch_weigh_and_refine(const T* x, const Job& job, unsigned grid, Stream stream) {
+  for (auto kernel : {weigh_kernel<T>, refine_kernel<T>}) {
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(Limbs)));
+    kernel<<<grid, kThreads, sizeof(Limbs), to_cuda(stream)>>>(x, job);
+    IGNIS_CHECK_LAUNCH();
+  }
+}
 
 // src, dst: [rows, vocab].
 void copy_async(const Tensor& src, const Tensor& dst, Stream stream) {
@@ -590,8 +709,7 @@ void launch_top_p(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out
   const T* x = logits.data_as<const T>();
   scan_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, nullptr, job);
   IGNIS_CHECK_LAUNCH();
-  weigh_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
-  IGNIS_CHECK_LAUNCH();
+  launch_weigh_and_refine(x, job, grid, stream);
   compact_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, out.data_as<T>(), nullptr, job);
   IGNIS_CHECK_LAUNCH();
 }
@@ -601,7 +719,7 @@ template <class T>
 void launch_sample(const Tensor& logits, const rule::Plan& plan, const Tensor& ids, Stream stream) {
   const long long rows = logits.size(0), vocab = logits.size(1);
   if (rows == 0 || vocab == 0) return;
-  Job job = make_job(Mode::sample, rows, vocab);
+  Job job = make_job(Mode::sample, rows, vocab, plan.greedy ? 0 : plan.top_k);
   job.plan = plan;
   job.k = plan.greedy ? 0 : plan.top_k;
   job.p_fixed = plan.p_fixed;
@@ -620,8 +738,7 @@ void launch_sample(const Tensor& logits, const rule::Plan& plan, const Tensor& i
     return;
   }
   if (job.p_fixed < rule::kTopPOff) {
-    weigh_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, job);
-    IGNIS_CHECK_LAUNCH();
+    launch_weigh_and_refine(x, job, grid, stream);
     compact_kernel<T><<<grid, kThreads, 0, to_cuda(stream)>>>(x, nullptr, out, job);
     IGNIS_CHECK_LAUNCH();
   }
