@@ -84,7 +84,7 @@ struct Job {
   RowHist* hists;   // [rows] with several blocks a row, else [1]
   u64* lists;     // [rows, list_cap]
   int chunks;      // per row: ceil(vocab / kChunk)
-  u64* partials;  // [rows, chunks]
+  u64* partials;  // [rows, chunks], sampling only
   std::uint64_t table[rule::kExpTableSize];
 };
 
@@ -647,7 +647,10 @@ class Workspace {
       : state_bytes_(align_up(rows * sizeof(RowState))),
         hist_bytes_(job.blocks > 1 ? align_up(rows * sizeof(RowHist)) : align_up(sizeof(RowHist))),
         list_bytes_(align_up(rows * job.list_cap * sizeof(u64))),
-        scratch_(state_bytes_ + hist_bytes_ + list_bytes_ + align_up(rows * job.chunks * sizeof(u64)), stream) {
+        // Only the draw keeps chunk sums; masks need none (at 4096 x 262144 they would add 32 MB, past
+        // what a stream's scratch keeps between calls).
+        chunk_bytes_(job.mode == Mode::sample ? align_up(rows * job.chunks * sizeof(u64)) : 0),
+        scratch_(state_bytes_ + hist_bytes_ + list_bytes_ + chunk_bytes_, stream) {
     job.rows = scratch_.at<RowState>(0);
     job.hists = scratch_.at<RowHist>(state_bytes_);
     job.lists = scratch_.at<u64>(state_bytes_ + hist_bytes_);
@@ -656,7 +659,7 @@ class Workspace {
   }
 
  private:
-  std::size_t state_bytes_, hist_bytes_, list_bytes_;
+  std::size_t state_bytes_, hist_bytes_, list_bytes_, chunk_bytes_;
   Scratch scratch_;
 };
 
