@@ -83,6 +83,7 @@ struct Job {
   RowState* rows;   // [rows]
   RowHist* hists;   // [rows] with several blocks a row, else [1]
   u64* lists;     // [rows, list_cap]
+  u64* list_weights;  // [rows, list_cap], the weights of the listed tokens; not for top-k masks
   int chunks;      // per row: ceil(vocab / kChunk)
   u64* partials;  // [rows, chunks], sampling only
   std::uint64_t table[rule::kExpTableSize];
@@ -158,15 +159,10 @@ __device__ void for_slice(const T* x, int lo, int hi, F f, ChunkEnd chunk_end = 
   }
 }
 
-// counts: [kTopBins].
-__device__ void count_bin(unsigned* counts, unsigned bin) {
-  const unsigned peers = __match_any_sync(kFullMask, bin);
-  if (bin != kNoBin && static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1) atomicAdd(&counts[bin], __popc(peers));
-}
-
-// Appends c to the list where `take`; warp-aggregated, one atomic per warp.
-// list: [cap].
-__device__ void append(u64* list, unsigned* listed, int cap, bool take, u64 c) {
+// Appends c (and its weight w, when `weights` is not null) to the list where `take`; warp-aggregated,
+// one atomic per warp.
+// list, weights: [cap].
+__device__ void append(u64* list, u64* weights, unsigned* listed, int cap, bool take, u64 c, u64 w) {
   const unsigned ballot = __ballot_sync(kFullMask, take);
   if (ballot == 0) return;
   const int lane = threadIdx.x % 32, leader = __ffs(ballot) - 1;
@@ -174,7 +170,10 @@ __device__ void append(u64* list, unsigned* listed, int cap, bool take, u64 c) {
   if (lane == leader) base = atomicAdd(listed, static_cast<unsigned>(__popc(ballot)));
   base = __shfl_sync(kFullMask, base, leader);
   const unsigned pos = base + __popc(ballot & ((1u << lane) - 1));
-  if (take && pos < static_cast<unsigned>(cap)) list[pos] = c;
+  if (take && pos < static_cast<unsigned>(cap)) {
+    list[pos] = c;
+    if (weights != nullptr) weights[pos] = w;
+  }
 }
 
 __device__ void load_table(PassShared& s, const Job& job) {
@@ -222,7 +221,7 @@ __device__ void pick_bin(PassShared& s, int bins, Val val, u64 need) {
   __syncthreads();
 }
 
-// Among the listed tokens with weight(c) > 0, ranked by order(c) from the largest (orders are
+// Among the listed tokens with weight(j, c) > 0 (c = list[j]), ranked by order(c) from the largest (orders are
 // distinct), the order of the first at which the running weight reaches need (need <= the total).
 // Radix passes over the bits in which those orders differ; stops once a digit leaves one token.
 // list: [m].
@@ -231,7 +230,7 @@ __device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, W
   u64 all = ~0ull, any = 0;
   for (int j = threadIdx.x; j < m; j += blockDim.x) {
     const u64 c = list[j];
-    if (weight(c) != 0) {
+    if (weight(j, c) != 0) {
       all &= order(c);
       any |= order(c);
     }
@@ -252,7 +251,7 @@ __device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, W
     __syncthreads();
     for (int j = threadIdx.x; j < m; j += blockDim.x) {
       const u64 c = list[j];
-      const u64 w = weight(c);
+      const u64 w = weight(j, c);
       const u64 o = order(c);
       if (w != 0 && (o & fixed) == prefix) {
         const unsigned b = static_cast<unsigned>((o >> shift) & digit);
@@ -272,7 +271,7 @@ __device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, W
     if (count == 1) {
       for (int j = threadIdx.x; j < m; j += blockDim.x) {
         const u64 c = list[j];
-        if (weight(c) != 0 && (order(c) & fixed) == prefix) s.value = order(c);
+        if (weight(j, c) != 0 && (order(c) & fixed) == prefix) s.value = order(c);
       }
       __syncthreads();
       const u64 found = s.value;
@@ -289,13 +288,16 @@ struct ByIndex {  // the lower index ranks first
   __device__ u64 operator()(u64 c) const { return c & 0xffffffffu; }
 };
 struct One {
-  __device__ u64 operator()(u64) const { return 1; }
+  __device__ u64 operator()(int, u64) const { return 1; }
 };
-// The weight of a listed token at or above `cut`.
+// The weight of listed token j (composite c) at or above `cut`, as compact_kernel stored it: the
+// list passes read it instead of computing it (~300 instructions) again in each radix pass, which
+// left one block of 1-row calls latency-bound (session 29).
+// weights: [list_cap], one row's.
 struct ListedWeight {
-  Weigh weigh;
+  const u64* weights;
   u64 cut;
-  __device__ u64 operator()(u64 c) const { return c >= cut ? weigh(composite_value(c)) : 0; }
+  __device__ u64 operator()(int j, u64 c) const { return c >= cut ? weights[j] : 0; }
 };
 // The weight of a token of a slice starting at `offset` at or above `cut` (one_block value functor).
 struct SliceWeight {
@@ -311,7 +313,7 @@ struct SliceWeight {
 template <class F>
 __device__ u64 list_sum(PassShared& s, const u64* list, int m, F weight) {
   u64 sum = 0;
-  for (int j = threadIdx.x; j < m; j += blockDim.x) sum += weight(list[j]);
+  for (int j = threadIdx.x; j < m; j += blockDim.x) sum += weight(j, list[j]);
   return block_reduce(sum, Sum{}, s.scratch);
 }
 
@@ -334,7 +336,10 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(const T* logits, int* id
   for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
     const unsigned key = rule::order_key(v);
     if (valid) best = best > composite(key, i) ? best : composite(key, i);
-    if (count) count_bin(s.counts, valid ? key >> kTopShift : kNoBin);
+    // A native shared atomic a token: hardware resolves lanes that share a bin. Grouping the lanes
+    // first (__match_any_sync) made this scan compute-bound, 3.05 ms for 4096 x 128256 bf16 against
+    // 0.49 ms without counts (ncu, H200, session 29).
+    if (count && valid) atomicAdd(&s.counts[key >> kTopShift], 1u);
   });
   best = block_reduce(best, one_block::MaxU64{}, s.scratch);
   if (threadIdx.x == 0) atomicMax(&st.best, best);
@@ -490,18 +495,18 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(const T* logits, const
 }
 
 // The last block's part of a top-k sample: every token of the top-k cut is in the list.
-// list: [m].
-__device__ int sample_from_list(PassShared& s, const Job& job, const RowState& st, const u64* list, int m, int row) {
-  const Weigh weigh = row_weigh(s, job, st);
+// list, weights: [m].
+__device__ int sample_from_list(PassShared& s, const Job& job, const RowState& st, const u64* list,
+                                const u64* weights, int m, int row) {
   u64 cut = list_select(s, list, m, ByRank{}, One{}, static_cast<u64>(job.k));
-  u64 total = list_sum(s, list, m, ListedWeight{weigh, cut});
+  u64 total = list_sum(s, list, m, ListedWeight{weights, cut});
   if (job.p_fixed < rule::kTopPOff && total > 0) {
-    cut = list_select(s, list, m, ByRank{}, ListedWeight{weigh, cut}, rule::top_p_target(total, job.p_fixed));
-    total = list_sum(s, list, m, ListedWeight{weigh, cut});
+    cut = list_select(s, list, m, ByRank{}, ListedWeight{weights, cut}, rule::top_p_target(total, job.p_fixed));
+    total = list_sum(s, list, m, ListedWeight{weights, cut});
   }
   if (total == 0) return composite_index(st.best);  // a row without a finite logit
   const u64 threshold = rule::draw_threshold(rule::random_bits(job.plan.seed, job.plan.step, row), total);
-  const u64 first = list_select(s, list, m, ByIndex{}, ListedWeight{weigh, cut}, threshold + 1);
+  const u64 first = list_select(s, list, m, ByIndex{}, ListedWeight{weights, cut}, threshold + 1);
   return static_cast<int>(0xffffffffu - static_cast<unsigned>(first));
 }
 
@@ -525,17 +530,20 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
     return;
   }
   const bool overflow = st.overflow;
+  const bool weighted = job.mode != Mode::top_k;  // top-k masks rank by count alone
   u64* list = job.lists + static_cast<long long>(sl.row) * job.list_cap;
+  u64* weights = weighted ? job.list_weights + static_cast<long long>(sl.row) * job.list_cap : nullptr;
+  load_table(s, job);
+  __syncthreads();
+  const Weigh weigh = row_weigh(s, job, st);
   if (!overflow)
     for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
       const unsigned key = rule::order_key(v), b = key >> shift;
       const bool take = valid && (from_bin_up ? b >= bin : b == bin);
-      append(list, &st.listed, job.list_cap, take, composite(key, i));
+      append(list, weights, &st.listed, job.list_cap, take, composite(key, i), weighted && take ? weigh(v) : 0);
       if (mask && valid && !take) y[i] = b > bin ? from_float<T>(v) : from_float<T>(-INFINITY);
     });
   if (!last_to_arrive(s, &st.arrived[kCompact], job.blocks)) return;
-  load_table(s, job);
-  __syncthreads();
   if (overflow) {  // nothing of the row was written: one block does it all
     if (job.mode == Mode::top_k) {
       one_block::top_k_row(alone, x, y, job.vocab, static_cast<int>(job.k));
@@ -546,7 +554,6 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
       if (threadIdx.x == 0) ids[sl.row] = id;
     } else {
       one_block::copy_table(alone, s.table);
-      const Weigh weigh = row_weigh(s, job, st);
       const u64 total = one_block::kept_total(alone, x, job.vocab, one_block::KeptMass{weigh, Cut{}, Cut{}, false, 0});
       const Cut cut = one_block::top_p_cut(alone, x, job.vocab, weigh, Cut{}, total, job.p_fixed);
       if (threadIdx.x == 0) st.cut = composite(cut.key, cut.last);
@@ -555,13 +562,12 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
   }
   const int m = min(static_cast<int>(st.listed), job.list_cap);
   if (from_bin_up) {
-    const int id = sample_from_list(s, job, st, list, m, sl.row);
+    const int id = sample_from_list(s, job, st, list, weights, m, sl.row);
     if (threadIdx.x == 0) ids[sl.row] = id;
     return;
   }
-  const Weigh weigh = row_weigh(s, job, st);
   const u64 cut = job.mode == Mode::top_k ? list_select(s, list, m, ByRank{}, One{}, st.need)
-                                          : list_select(s, list, m, ByRank{}, ListedWeight{weigh, 0}, st.need);
+                                          : list_select(s, list, m, ByRank{}, ListedWeight{weights, 0}, st.need);
   if (mask) {
     for (int j = threadIdx.x; j < m; j += blockDim.x) {
       const u64 c = list[j];
@@ -647,19 +653,21 @@ class Workspace {
       : state_bytes_(align_up(rows * sizeof(RowState))),
         hist_bytes_(job.blocks > 1 ? align_up(rows * sizeof(RowHist)) : align_up(sizeof(RowHist))),
         list_bytes_(align_up(rows * job.list_cap * sizeof(u64))),
+        list_weight_bytes_(job.mode != Mode::top_k ? list_bytes_ : 0),
         // Only the draw keeps chunk sums; masks need none (at 4096 x 262144 they would add 32 MB, past
         // what a stream's scratch keeps between calls).
         chunk_bytes_(job.mode == Mode::sample ? align_up(rows * job.chunks * sizeof(u64)) : 0),
-        scratch_(state_bytes_ + hist_bytes_ + list_bytes_ + chunk_bytes_, stream) {
+        scratch_(state_bytes_ + hist_bytes_ + list_bytes_ + list_weight_bytes_ + chunk_bytes_, stream) {
     job.rows = scratch_.at<RowState>(0);
     job.hists = scratch_.at<RowHist>(state_bytes_);
     job.lists = scratch_.at<u64>(state_bytes_ + hist_bytes_);
-    job.partials = scratch_.at<u64>(state_bytes_ + hist_bytes_ + list_bytes_);
+    job.list_weights = scratch_.at<u64>(state_bytes_ + hist_bytes_ + list_bytes_);
+    job.partials = scratch_.at<u64>(state_bytes_ + hist_bytes_ + list_bytes_ + list_weight_bytes_);
     IGNIS_CUDA_CHECK(cudaMemsetAsync(job.rows, 0, state_bytes_ + (job.blocks > 1 ? hist_bytes_ : 0), to_cuda(stream)));
   }
 
  private:
-  std::size_t state_bytes_, hist_bytes_, list_bytes_, chunk_bytes_;
+  std::size_t state_bytes_, hist_bytes_, list_bytes_, list_weight_bytes_, chunk_bytes_;
   Scratch scratch_;
 };
 
