@@ -367,15 +367,9 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(const T* logits, int* id
   }
 }
 
-// 64-bit weights summed through native 32-bit shared atomics, as four 16-bit limbs whose sums are
-// folded into the 64-bit bins every kLimbSpan tokens, before any can pass 32 bits. Warp-aggregated
-// 64-bit adds (one_block::add_to_histogram) serialise a warp over the ~10 bins its 32 tokens hit:
-// under them 39% of the weigh pass's instructions were branches, at 14.6 active threads a warp (ncu,
-// H200, session 28).
-constexpr int kLimbSpan = 65536;
-constexpr int kLimbs = 4;
+// The weights of a slice's histogram, summed as limbs (one_block::add_to_limbs says why).
 struct Limbs {
-  unsigned sum[kLimbs][kTopBins];
+  unsigned sum[one_block::kLimbs][kTopBins];
 };
 
 // Count and weight histograms of this block's slice by bin_of(order key) (kNoBin: left out), in s,
@@ -388,30 +382,18 @@ __device__ void slice_histograms(PassShared& s, Limbs& limbs, RowHist& hist, con
   for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
     s.counts[b] = 0;
     s.weights[b] = 0;
-    for (int j = 0; j < kLimbs; ++j) limbs.sum[j][b] = 0;
+    for (int j = 0; j < one_block::kLimbs; ++j) limbs.sum[j][b] = 0;
   }
   __syncthreads();
-  for (int lo = sl.lo; lo < sl.hi; lo += kLimbSpan) {
-    for_slice(x, lo, min(sl.hi, lo + kLimbSpan), [&](int, float v, bool valid) {
+  for (int lo = sl.lo; lo < sl.hi; lo += one_block::kLimbSpan) {
+    for_slice(x, lo, min(sl.hi, lo + one_block::kLimbSpan), [&](int, float v, bool valid) {
       const unsigned bin = valid ? bin_of(rule::order_key(v)) : kNoBin;
       if (bin == kNoBin) return;
       atomicAdd(&s.counts[bin], 1u);
-      const u64 w = weigh(v);
-#pragma unroll
-      for (int j = 0; j < kLimbs; ++j) {
-        const unsigned part = static_cast<unsigned>(w >> (16 * j)) & 0xffffu;
-        if (part != 0) atomicAdd(&limbs.sum[j][bin], part);
-      }
+      one_block::add_to_limbs(limbs.sum, bin, weigh(v));
     });
     __syncthreads();
-    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
-      u64 w = 0;
-      for (int j = 0; j < kLimbs; ++j) {
-        w += u64{limbs.sum[j][b]} << (16 * j);
-        limbs.sum[j][b] = 0;
-      }
-      s.weights[b] += w;
-    }
+    one_block::fold_limbs(limbs.sum, s.weights);
     __syncthreads();
   }
   if (job.blocks > 1)

@@ -78,12 +78,37 @@ struct KeptMass {
   }
 };
 
-// A pass's 64-bit sums, as four 16-bit limbs in 32-bit counters: native shared atomics, whose
-// conflicts (heavy bins are the rule for logits) the hardware resolves. Folded into Shared::hist
-// every kLimbSpan tokens of the block, before a counter can pass 32 bits. The warp-aggregated 64-bit
-// adds they replaced grouped lanes by bin with __match_any_sync, which made these passes
-// compute-bound (sampling.cu's weigh pass ran 5.5x faster this way, session 28).
+// 64-bit histogram sums as four 16-bit limbs in 32-bit shared counters: native shared atomics,
+// whose conflicts (heavy bins are the rule for logits) the hardware resolves, folded into the 64-bit
+// sums every kLimbSpan tokens of a block, before a counter can pass 32 bits. Warp-aggregated 64-bit
+// adds, which group lanes by bin with __match_any_sync, made these passes compute-bound: 39% of
+// the multi-block weigh pass's instructions were branches, at 14.6 active threads a warp (ncu, H200,
+// session 28); limbs ran it 5.5x faster.
 constexpr int kLimbSpan = 65536;
+
+// limbs: [kLimbs][Bins].
+template <int Bins>
+__device__ __forceinline__ void add_to_limbs(unsigned (&limbs)[kLimbs][Bins], unsigned bin, u64 v) {
+#pragma unroll
+  for (int j = 0; j < kLimbs; ++j) {
+    const unsigned part = static_cast<unsigned>(v >> (16 * j)) & 0xffffu;
+    if (part != 0) atomicAdd(&limbs[j][bin], part);
+  }
+}
+
+// Adds each bin's limbs into sums[bin] and zeroes them. Call between barriers, every thread.
+// limbs: [kLimbs][Bins]; sums: [Bins].
+template <int Bins>
+__device__ void fold_limbs(unsigned (&limbs)[kLimbs][Bins], u64* sums) {
+  for (int b = threadIdx.x; b < Bins; b += blockDim.x) {
+    u64 sum = 0;
+    for (int j = 0; j < kLimbs; ++j) {
+      sum += u64{limbs[j][b]} << (16 * j);
+      limbs[j][b] = 0;
+    }
+    sums[b] += sum;
+  }
+}
 
 // Histogram over the next digit (at `shift`) of the tokens whose key matches `prefix` under `mask`,
 // added to s.hist. Every thread must call; ends at a barrier.
@@ -96,23 +121,10 @@ __device__ void histogram_pass(Shared& s, const T* x, int n, Value value, unsign
       const float f = to_float(x[i]);
       const unsigned key = rule::order_key(f);
       if ((key & mask) != prefix) continue;
-      const u64 v = value(i, f, key);
-      const unsigned bin = (key >> shift) & (kBins - 1);
-#pragma unroll
-      for (int j = 0; j < kLimbs; ++j) {
-        const unsigned part = static_cast<unsigned>(v >> (16 * j)) & 0xffffu;
-        if (part != 0) atomicAdd(&s.limbs[j][bin], part);
-      }
+      add_to_limbs(s.limbs, (key >> shift) & (kBins - 1), value(i, f, key));
     }
     __syncthreads();
-    for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
-      u64 sum = 0;
-      for (int j = 0; j < kLimbs; ++j) {
-        sum += u64{s.limbs[j][b]} << (16 * j);
-        s.limbs[j][b] = 0;
-      }
-      s.hist[b] += sum;
-    }
+    fold_limbs(s.limbs, s.hist);
     __syncthreads();
   }
 }
