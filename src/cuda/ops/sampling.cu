@@ -159,10 +159,9 @@ __device__ void for_slice(const T* x, int lo, int hi, F f, ChunkEnd chunk_end = 
   }
 }
 
-// Appends c (and its weight w, when `weights` is not null) to the list where `take`; warp-aggregated,
-// one atomic per warp.
-// list, weights: [cap].
-__device__ void append(u64* list, u64* weights, unsigned* listed, int cap, bool take, u64 c, u64 w) {
+// Appends c to the list where `take`; warp-aggregated, one atomic per warp.
+// list: [cap].
+__device__ void append(u64* list, unsigned* listed, int cap, bool take, u64 c) {
   const unsigned ballot = __ballot_sync(kFullMask, take);
   if (ballot == 0) return;
   const int lane = threadIdx.x % 32, leader = __ffs(ballot) - 1;
@@ -170,10 +169,7 @@ __device__ void append(u64* list, u64* weights, unsigned* listed, int cap, bool 
   if (lane == leader) base = atomicAdd(listed, static_cast<unsigned>(__popc(ballot)));
   base = __shfl_sync(kFullMask, base, leader);
   const unsigned pos = base + __popc(ballot & ((1u << lane) - 1));
-  if (take && pos < static_cast<unsigned>(cap)) {
-    list[pos] = c;
-    if (weights != nullptr) weights[pos] = w;
-  }
+  if (take && pos < static_cast<unsigned>(cap)) list[pos] = c;
 }
 
 __device__ void load_table(PassShared& s, const Job& job) {
@@ -290,9 +286,10 @@ struct ByIndex {  // the lower index ranks first
 struct One {
   __device__ u64 operator()(int, u64) const { return 1; }
 };
-// The weight of listed token j (composite c) at or above `cut`, as compact_kernel stored it: the
-// list passes read it instead of computing it (~300 instructions) again in each radix pass, which
-// left one block of 1-row calls latency-bound (session 29).
+// The weight of listed token j (composite c) at or above `cut`, as the last block of compact_kernel
+// stored it: the radix passes over the list read it instead of computing it (~300 instructions)
+// again in each pass. Stored by every block as it appended (most warps weighing a token), it cost
+// top-p masks at 256-4096 rows 7-16% (H200, session 29).
 // weights: [list_cap], one row's.
 struct ListedWeight {
   const u64* weights;
@@ -515,17 +512,16 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
   const bool weighted = job.mode != Mode::top_k;  // top-k masks rank by count alone
   u64* list = job.lists + static_cast<long long>(sl.row) * job.list_cap;
   u64* weights = weighted ? job.list_weights + static_cast<long long>(sl.row) * job.list_cap : nullptr;
-  load_table(s, job);
-  __syncthreads();
-  const Weigh weigh = row_weigh(s, job, st);
   if (!overflow)
     for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
       const unsigned key = rule::order_key(v), b = key >> shift;
       const bool take = valid && (from_bin_up ? b >= bin : b == bin);
-      append(list, weights, &st.listed, job.list_cap, take, composite(key, i), weighted && take ? weigh(v) : 0);
+      append(list, &st.listed, job.list_cap, take, composite(key, i));
       if (mask && valid && !take) y[i] = b > bin ? from_float<T>(v) : from_float<T>(-INFINITY);
     });
   if (!last_to_arrive(s, &st.arrived[kCompact], job.blocks)) return;
+  load_table(s, job);
+  __syncthreads();
   if (overflow) {  // nothing of the row was written: one block does it all
     if (job.mode == Mode::top_k) {
       one_block::top_k_row(alone, x, y, job.vocab, static_cast<int>(job.k));
@@ -536,6 +532,7 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
       if (threadIdx.x == 0) ids[sl.row] = id;
     } else {
       one_block::copy_table(alone, s.table);
+      const Weigh weigh = row_weigh(s, job, st);
       const u64 total = one_block::kept_total(alone, x, job.vocab, one_block::KeptMass{weigh, Cut{}, Cut{}, false, 0});
       const Cut cut = one_block::top_p_cut(alone, x, job.vocab, weigh, Cut{}, total, job.p_fixed);
       if (threadIdx.x == 0) st.cut = composite(cut.key, cut.last);
@@ -543,6 +540,11 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
     return;
   }
   const int m = min(static_cast<int>(st.listed), job.list_cap);
+  if (weighted) {  // once, for every radix pass over the list
+    const Weigh weigh = row_weigh(s, job, st);
+    for (int j = threadIdx.x; j < m; j += blockDim.x) weights[j] = weigh(composite_value(list[j]));
+    __syncthreads();
+  }
   if (from_bin_up) {
     const int id = sample_from_list(s, job, st, list, weights, m, sl.row);
     if (threadIdx.x == 0) ids[sl.row] = id;
