@@ -83,6 +83,7 @@ struct Job {
   RowState* rows;   // [rows]
   RowHist* hists;   // [rows] with several blocks a row, else [1]
   u64* lists;     // [rows, list_cap]
+  u64* list_weights;  // [rows, list_cap], the weights of the listed tokens; not for top-k masks
   int chunks;      // per row: ceil(vocab / kChunk)
   u64* partials;  // [rows, chunks], sampling only
   std::uint64_t table[rule::kExpTableSize];
@@ -158,12 +159,6 @@ __device__ void for_slice(const T* x, int lo, int hi, F f, ChunkEnd chunk_end = 
   }
 }
 
-// counts: [kTopBins].
-__device__ void count_bin(unsigned* counts, unsigned bin) {
-  const unsigned peers = __match_any_sync(kFullMask, bin);
-  if (bin != kNoBin && static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1) atomicAdd(&counts[bin], __popc(peers));
-}
-
 // Appends c to the list where `take`; warp-aggregated, one atomic per warp.
 // list: [cap].
 __device__ void append(u64* list, unsigned* listed, int cap, bool take, u64 c) {
@@ -222,7 +217,7 @@ __device__ void pick_bin(PassShared& s, int bins, Val val, u64 need) {
   __syncthreads();
 }
 
-// Among the listed tokens with weight(c) > 0, ranked by order(c) from the largest (orders are
+// Among the listed tokens with weight(j, c) > 0 (c = list[j]), ranked by order(c) from the largest (orders are
 // distinct), the order of the first at which the running weight reaches need (need <= the total).
 // Radix passes over the bits in which those orders differ; stops once a digit leaves one token.
 // list: [m].
@@ -231,7 +226,7 @@ __device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, W
   u64 all = ~0ull, any = 0;
   for (int j = threadIdx.x; j < m; j += blockDim.x) {
     const u64 c = list[j];
-    if (weight(c) != 0) {
+    if (weight(j, c) != 0) {
       all &= order(c);
       any |= order(c);
     }
@@ -252,7 +247,7 @@ __device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, W
     __syncthreads();
     for (int j = threadIdx.x; j < m; j += blockDim.x) {
       const u64 c = list[j];
-      const u64 w = weight(c);
+      const u64 w = weight(j, c);
       const u64 o = order(c);
       if (w != 0 && (o & fixed) == prefix) {
         const unsigned b = static_cast<unsigned>((o >> shift) & digit);
@@ -272,7 +267,7 @@ __device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, W
     if (count == 1) {
       for (int j = threadIdx.x; j < m; j += blockDim.x) {
         const u64 c = list[j];
-        if (weight(c) != 0 && (order(c) & fixed) == prefix) s.value = order(c);
+        if (weight(j, c) != 0 && (order(c) & fixed) == prefix) s.value = order(c);
       }
       __syncthreads();
       const u64 found = s.value;
@@ -289,13 +284,17 @@ struct ByIndex {  // the lower index ranks first
   __device__ u64 operator()(u64 c) const { return c & 0xffffffffu; }
 };
 struct One {
-  __device__ u64 operator()(u64) const { return 1; }
+  __device__ u64 operator()(int, u64) const { return 1; }
 };
-// The weight of a listed token at or above `cut`.
+// The weight of listed token j (composite c) at or above `cut`, as the last block of compact_kernel
+// stored it: the radix passes over the list read it instead of computing it (~300 instructions)
+// again in each pass. Stored by every block as it appended (most warps weighing a token), it cost
+// top-p masks at 256-4096 rows 7-16% (H200, session 29).
+// weights: [list_cap], one row's.
 struct ListedWeight {
-  Weigh weigh;
+  const u64* weights;
   u64 cut;
-  __device__ u64 operator()(u64 c) const { return c >= cut ? weigh(composite_value(c)) : 0; }
+  __device__ u64 operator()(int j, u64 c) const { return c >= cut ? weights[j] : 0; }
 };
 // The weight of a token of a slice starting at `offset` at or above `cut` (one_block value functor).
 struct SliceWeight {
@@ -311,7 +310,7 @@ struct SliceWeight {
 template <class F>
 __device__ u64 list_sum(PassShared& s, const u64* list, int m, F weight) {
   u64 sum = 0;
-  for (int j = threadIdx.x; j < m; j += blockDim.x) sum += weight(list[j]);
+  for (int j = threadIdx.x; j < m; j += blockDim.x) sum += weight(j, list[j]);
   return block_reduce(sum, Sum{}, s.scratch);
 }
 
@@ -334,7 +333,10 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(const T* logits, int* id
   for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
     const unsigned key = rule::order_key(v);
     if (valid) best = best > composite(key, i) ? best : composite(key, i);
-    if (count) count_bin(s.counts, valid ? key >> kTopShift : kNoBin);
+    // A native shared atomic a token: hardware resolves lanes that share a bin. Grouping the lanes
+    // first (__match_any_sync) made this scan compute-bound, 3.05 ms for 4096 x 128256 bf16 against
+    // 0.49 ms without counts (ncu, H200, session 29).
+    if (count && valid) atomicAdd(&s.counts[key >> kTopShift], 1u);
   });
   best = block_reduce(best, one_block::MaxU64{}, s.scratch);
   if (threadIdx.x == 0) atomicMax(&st.best, best);
@@ -362,15 +364,9 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(const T* logits, int* id
   }
 }
 
-// 64-bit weights summed through native 32-bit shared atomics, as four 16-bit limbs whose sums are
-// folded into the 64-bit bins every kLimbSpan tokens, before any can pass 32 bits. Warp-aggregated
-// 64-bit adds (one_block::add_to_histogram) serialise a warp over the ~10 bins its 32 tokens hit:
-// under them 39% of the weigh pass's instructions were branches, at 14.6 active threads a warp (ncu,
-// H200, session 28).
-constexpr int kLimbSpan = 65536;
-constexpr int kLimbs = 4;
+// The weights of a slice's histogram, summed as limbs (one_block::add_to_limbs says why).
 struct Limbs {
-  unsigned sum[kLimbs][kTopBins];
+  unsigned sum[one_block::kLimbs][kTopBins];
 };
 
 // Count and weight histograms of this block's slice by bin_of(order key) (kNoBin: left out), in s,
@@ -383,30 +379,18 @@ __device__ void slice_histograms(PassShared& s, Limbs& limbs, RowHist& hist, con
   for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
     s.counts[b] = 0;
     s.weights[b] = 0;
-    for (int j = 0; j < kLimbs; ++j) limbs.sum[j][b] = 0;
+    for (int j = 0; j < one_block::kLimbs; ++j) limbs.sum[j][b] = 0;
   }
   __syncthreads();
-  for (int lo = sl.lo; lo < sl.hi; lo += kLimbSpan) {
-    for_slice(x, lo, min(sl.hi, lo + kLimbSpan), [&](int, float v, bool valid) {
+  for (int lo = sl.lo; lo < sl.hi; lo += one_block::kLimbSpan) {
+    for_slice(x, lo, min(sl.hi, lo + one_block::kLimbSpan), [&](int, float v, bool valid) {
       const unsigned bin = valid ? bin_of(rule::order_key(v)) : kNoBin;
       if (bin == kNoBin) return;
       atomicAdd(&s.counts[bin], 1u);
-      const u64 w = weigh(v);
-#pragma unroll
-      for (int j = 0; j < kLimbs; ++j) {
-        const unsigned part = static_cast<unsigned>(w >> (16 * j)) & 0xffffu;
-        if (part != 0) atomicAdd(&limbs.sum[j][bin], part);
-      }
+      one_block::add_to_limbs(limbs.sum, bin, weigh(v));
     });
     __syncthreads();
-    for (int b = threadIdx.x; b < kTopBins; b += blockDim.x) {
-      u64 w = 0;
-      for (int j = 0; j < kLimbs; ++j) {
-        w += u64{limbs.sum[j][b]} << (16 * j);
-        limbs.sum[j][b] = 0;
-      }
-      s.weights[b] += w;
-    }
+    one_block::fold_limbs(limbs.sum, s.weights);
     __syncthreads();
   }
   if (job.blocks > 1)
@@ -490,18 +474,18 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(const T* logits, const
 }
 
 // The last block's part of a top-k sample: every token of the top-k cut is in the list.
-// list: [m].
-__device__ int sample_from_list(PassShared& s, const Job& job, const RowState& st, const u64* list, int m, int row) {
-  const Weigh weigh = row_weigh(s, job, st);
+// list, weights: [m].
+__device__ int sample_from_list(PassShared& s, const Job& job, const RowState& st, const u64* list,
+                                const u64* weights, int m, int row) {
   u64 cut = list_select(s, list, m, ByRank{}, One{}, static_cast<u64>(job.k));
-  u64 total = list_sum(s, list, m, ListedWeight{weigh, cut});
+  u64 total = list_sum(s, list, m, ListedWeight{weights, cut});
   if (job.p_fixed < rule::kTopPOff && total > 0) {
-    cut = list_select(s, list, m, ByRank{}, ListedWeight{weigh, cut}, rule::top_p_target(total, job.p_fixed));
-    total = list_sum(s, list, m, ListedWeight{weigh, cut});
+    cut = list_select(s, list, m, ByRank{}, ListedWeight{weights, cut}, rule::top_p_target(total, job.p_fixed));
+    total = list_sum(s, list, m, ListedWeight{weights, cut});
   }
   if (total == 0) return composite_index(st.best);  // a row without a finite logit
   const u64 threshold = rule::draw_threshold(rule::random_bits(job.plan.seed, job.plan.step, row), total);
-  const u64 first = list_select(s, list, m, ByIndex{}, ListedWeight{weigh, cut}, threshold + 1);
+  const u64 first = list_select(s, list, m, ByIndex{}, ListedWeight{weights, cut}, threshold + 1);
   return static_cast<int>(0xffffffffu - static_cast<unsigned>(first));
 }
 
@@ -525,7 +509,9 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
     return;
   }
   const bool overflow = st.overflow;
+  const bool weighted = job.mode != Mode::top_k;  // top-k masks rank by count alone
   u64* list = job.lists + static_cast<long long>(sl.row) * job.list_cap;
+  u64* weights = weighted ? job.list_weights + static_cast<long long>(sl.row) * job.list_cap : nullptr;
   if (!overflow)
     for_slice(x, sl.lo, sl.hi, [&](int i, float v, bool valid) {
       const unsigned key = rule::order_key(v), b = key >> shift;
@@ -554,14 +540,18 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const T* logits, T* o
     return;
   }
   const int m = min(static_cast<int>(st.listed), job.list_cap);
+  if (weighted) {  // once, for every radix pass over the list
+    const Weigh weigh = row_weigh(s, job, st);
+    for (int j = threadIdx.x; j < m; j += blockDim.x) weights[j] = weigh(composite_value(list[j]));
+    __syncthreads();
+  }
   if (from_bin_up) {
-    const int id = sample_from_list(s, job, st, list, m, sl.row);
+    const int id = sample_from_list(s, job, st, list, weights, m, sl.row);
     if (threadIdx.x == 0) ids[sl.row] = id;
     return;
   }
-  const Weigh weigh = row_weigh(s, job, st);
   const u64 cut = job.mode == Mode::top_k ? list_select(s, list, m, ByRank{}, One{}, st.need)
-                                          : list_select(s, list, m, ByRank{}, ListedWeight{weigh, 0}, st.need);
+                                          : list_select(s, list, m, ByRank{}, ListedWeight{weights, 0}, st.need);
   if (mask) {
     for (int j = threadIdx.x; j < m; j += blockDim.x) {
       const u64 c = list[j];
@@ -647,19 +637,21 @@ class Workspace {
       : state_bytes_(align_up(rows * sizeof(RowState))),
         hist_bytes_(job.blocks > 1 ? align_up(rows * sizeof(RowHist)) : align_up(sizeof(RowHist))),
         list_bytes_(align_up(rows * job.list_cap * sizeof(u64))),
+        list_weight_bytes_(job.mode != Mode::top_k ? list_bytes_ : 0),
         // Only the draw keeps chunk sums; masks need none (at 4096 x 262144 they would add 32 MB, past
         // what a stream's scratch keeps between calls).
         chunk_bytes_(job.mode == Mode::sample ? align_up(rows * job.chunks * sizeof(u64)) : 0),
-        scratch_(state_bytes_ + hist_bytes_ + list_bytes_ + chunk_bytes_, stream) {
+        scratch_(state_bytes_ + hist_bytes_ + list_bytes_ + list_weight_bytes_ + chunk_bytes_, stream) {
     job.rows = scratch_.at<RowState>(0);
     job.hists = scratch_.at<RowHist>(state_bytes_);
     job.lists = scratch_.at<u64>(state_bytes_ + hist_bytes_);
-    job.partials = scratch_.at<u64>(state_bytes_ + hist_bytes_ + list_bytes_);
+    job.list_weights = scratch_.at<u64>(state_bytes_ + hist_bytes_ + list_bytes_);
+    job.partials = scratch_.at<u64>(state_bytes_ + hist_bytes_ + list_bytes_ + list_weight_bytes_);
     IGNIS_CUDA_CHECK(cudaMemsetAsync(job.rows, 0, state_bytes_ + (job.blocks > 1 ? hist_bytes_ : 0), to_cuda(stream)));
   }
 
  private:
-  std::size_t state_bytes_, hist_bytes_, list_bytes_, chunk_bytes_;
+  std::size_t state_bytes_, hist_bytes_, list_bytes_, list_weight_bytes_, chunk_bytes_;
   Scratch scratch_;
 };
 

@@ -22,10 +22,11 @@ using u64 = unsigned long long;
 constexpr int kRadixBits = 8;
 constexpr int kBins = 1 << kRadixBits;
 constexpr int kItems = 8;            // consecutive tokens per thread in index-order scans
-constexpr unsigned kNoBin = kBins;  // lanes with nothing to add to a histogram
+constexpr int kLimbs = 4;         // histogram_pass sums 64-bit values as four 16-bit limbs
 
 struct Shared {
   u64 hist[kBins];
+  unsigned limbs[kLimbs][kBins];  // histogram_pass's counters
   u64 scan[32];
   std::uint64_t table[rule::kExpTableSize];
   unsigned bin;
@@ -77,38 +78,54 @@ struct KeptMass {
   }
 };
 
-// Adds v to hist[bin] once per group of lanes with the same bin: heavy bins are the rule for
-// logits, so one atomic per lane would serialise. v < 2^64 is summed in three 21-bit parts so
-// that the 32-bit warp reductions cannot overflow.
-// hist: [kBins].
-__device__ inline void add_to_histogram(u64* hist, unsigned bin, u64 v, unsigned none = kNoBin) {
-  const unsigned peers = __match_any_sync(kFullMask, bin);
-  if (bin == none) return;
-  const unsigned lo = __reduce_add_sync(peers, static_cast<unsigned>(v & 0x1fffff));
-  const unsigned mid = __reduce_add_sync(peers, static_cast<unsigned>((v >> 21) & 0x1fffff));
-  const unsigned hi = __reduce_add_sync(peers, static_cast<unsigned>(v >> 42));
-  if (static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1)
-    atomicAdd(&hist[bin], u64{lo} + (u64{mid} << 21) + (u64{hi} << 42));
+// 64-bit histogram sums as four 16-bit limbs in 32-bit shared counters: native shared atomics,
+// whose conflicts (heavy bins are the rule for logits) the hardware resolves, folded into the 64-bit
+// sums every kLimbSpan tokens of a block, before a counter can pass 32 bits. Warp-aggregated 64-bit
+// adds, which group lanes by bin with __match_any_sync, made these passes compute-bound: 39% of
+// the multi-block weigh pass's instructions were branches, at 14.6 active threads a warp (ncu, H200,
+// session 28); limbs ran it 5.5x faster.
+constexpr int kLimbSpan = 65536;
+
+// limbs: [kLimbs][Bins].
+template <int Bins>
+__device__ __forceinline__ void add_to_limbs(unsigned (&limbs)[kLimbs][Bins], unsigned bin, u64 v) {
+#pragma unroll
+  for (int j = 0; j < kLimbs; ++j) {
+    const unsigned part = static_cast<unsigned>(v >> (16 * j)) & 0xffffu;
+    if (part != 0) atomicAdd(&limbs[j][bin], part);
+  }
 }
 
-// Histogram over the next digit (at `shift`) of the tokens whose key matches `prefix` under `mask`.
+// Adds each bin's limbs into sums[bin] and zeroes them. Call between barriers, every thread.
+// limbs: [kLimbs][Bins]; sums: [Bins].
+template <int Bins>
+__device__ void fold_limbs(unsigned (&limbs)[kLimbs][Bins], u64* sums) {
+  for (int b = threadIdx.x; b < Bins; b += blockDim.x) {
+    u64 sum = 0;
+    for (int j = 0; j < kLimbs; ++j) {
+      sum += u64{limbs[j][b]} << (16 * j);
+      limbs[j][b] = 0;
+    }
+    sums[b] += sum;
+  }
+}
+
+// Histogram over the next digit (at `shift`) of the tokens whose key matches `prefix` under `mask`,
+// added to s.hist. Every thread must call; ends at a barrier.
 // x: [n], one row.
 template <class T, class Value>
 __device__ void histogram_pass(Shared& s, const T* x, int n, Value value, unsigned prefix, unsigned mask, int shift) {
-  const int lane = threadIdx.x % 32;
-  for (int base = threadIdx.x - lane; base < n; base += blockDim.x) {  // warp-uniform trip count
-    const int i = base + lane;
-    unsigned bin = kNoBin;
-    u64 v = 0;
-    if (i < n) {
+  for (int lo = 0; lo < n; lo += kLimbSpan) {
+    const int hi = min(n, lo + kLimbSpan);
+    for (int i = lo + static_cast<int>(threadIdx.x); i < hi; i += blockDim.x) {
       const float f = to_float(x[i]);
       const unsigned key = rule::order_key(f);
-      if ((key & mask) == prefix) {
-        v = value(i, f, key);
-        if (v != 0) bin = (key >> shift) & (kBins - 1);
-      }
+      if ((key & mask) != prefix) continue;
+      add_to_limbs(s.limbs, (key >> shift) & (kBins - 1), value(i, f, key));
     }
-    add_to_histogram(s.hist, bin, v);
+    __syncthreads();
+    fold_limbs(s.limbs, s.hist);
+    __syncthreads();
   }
 }
 
@@ -154,7 +171,10 @@ template <class T, class Value>
 __device__ Selection radix_select(Shared& s, const T* x, int n, Value value, u64 need) {
   unsigned prefix = 0, mask = 0;
   for (int shift = 32 - kRadixBits; shift >= 0; shift -= kRadixBits) {
-    for (int b = threadIdx.x; b < kBins; b += blockDim.x) s.hist[b] = 0;
+    for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
+      s.hist[b] = 0;
+      for (int j = 0; j < kLimbs; ++j) s.limbs[j][b] = 0;
+    }
     __syncthreads();
     histogram_pass(s, x, n, value, prefix, mask, shift);
     __syncthreads();

@@ -1,10 +1,10 @@
 // Top-p masks of 16-bit logits over a per-row histogram of the 65536 possible values, four kernels:
 //  1. count: every token adds one to the bin of its order key (the 16-bit pattern, ordered as the
 //     values are), through a shared-memory histogram a block, and the row's largest key;
-//  2. cut (one block a row): the weight of a bin is its
-//     count times the fixed-point weight of its value, so one scan from the highest bin finds the
-//     value where the rank-order mass reaches the target, and how many of the tokens of that value
-//     the prefix still needs (ties rank in index order, as the composite order of sampling.cu does);
+//  2. cut (64 blocks a row, 1024 bins each): the weight of a bin is its count times the fixed-point
+//     weight of its value, so a scan from the highest bin finds the value where the rank-order mass
+//     reaches the target, and how many of the tokens of that value the prefix still needs (ties rank
+//     in index order, as the composite order of sampling.cu does);
 //  3. tie count: the tokens of the cut value in each slice of the row;
 //  4. mask: tokens above the cut value are kept, those equal to it while their index-order rank is
 //     below the needed count, all others become -inf; only the slice where that rank runs out ranks
@@ -29,7 +29,7 @@ using u64 = unsigned long long;
 using u16 = unsigned short;
 
 constexpr int kBins = 1 << 16;
-constexpr int kMaxRows = 64;  // 48 MB of histograms and masses
+constexpr int kMaxRows = 64;  // 16 MB of histograms
 constexpr int kThreads = 256;  // tie-count and mask kernels
 constexpr int kUnroll = 8;     // loads a thread has in flight in the count and mask kernels
 constexpr int kCountThreads = 512;
@@ -37,9 +37,8 @@ constexpr int kCountThreads = 512;
 // atomics few (a bin gets at most one a block), short rows get a few blocks still.
 constexpr int kCountSlice = 16384;
 constexpr int kShortCountSlice = 4096;
-constexpr int kCutThreads = 1024;
-constexpr int kBinsPerThread = kBins / kCutThreads;
-constexpr int kBatch = 8;  // histogram loads a thread of the cut kernel has in flight
+constexpr int kCutThreads = 1024;  // bins a block of the cut kernel weighs, one a thread
+constexpr int kCutBlocks = kBins / kCutThreads;
 
 struct Bf16Bits {
   static constexpr u16 kNegInf = 0xff80;
@@ -119,73 +118,67 @@ __global__ void __launch_bounds__(kCountThreads) count_values_kernel(const u16* 
   }
 }
 
-// One block a row. The weights are computed with bins striped over the threads (the non-empty
-// bins crowd a narrow range of values; contiguous ranges would leave a few threads all the work)
-// into mass[]; the scan then runs over contiguous ranges, thread t owning the bins
-// [kBins - (t + 1) * kBinsPerThread, kBins - t * kBinsPerThread), so that an inclusive scan in
-// thread order runs from the highest value down. mass: [rows, kBins] scratch.
-// hist, mass_all: [rows, kBins]; top_keys, cuts: [rows].
+// Grid (kCutBlocks, rows): a block weighs kCutThreads neighbouring bins, one a thread (a bin's mass is
+// its count times the fixed-point weight of its value), and stores their sum. The last block of the
+// row to arrive finds the block where the rank-order mass (highest bin first) reaches the target,
+// weighs that block's bins again and scans them. One block a row doing all 65536 bins took 49 us
+// of the 66 us of a 1 x 32000 bf16 mask (ncu, H200, session 29): a latency-bound chain on one SM.
+// hist: [rows, kBins]; top_keys, arrived (zeroed), cuts: [rows]; block_mass: [rows, kCutBlocks].
 template <class Bits>
 __global__ void __launch_bounds__(kCutThreads) find_cut_kernel(const unsigned* hist, const unsigned* top_keys,
-                                                               u64* mass_all, RowCut* cuts,
+                                                               unsigned* arrived, u64* block_mass, RowCut* cuts,
                                                                u64 p_fixed, int bits,
                                                                const __grid_constant__ Table table) {
   __shared__ std::uint64_t table_s[rule::kExpTableSize];
   __shared__ u64 scan[32];
+  __shared__ int is_last;
+  __shared__ int picked_block;
+  __shared__ u64 picked_need;
   for (int j = threadIdx.x; j < rule::kExpTableSize; j += blockDim.x) table_s[j] = table.entries[j];
-  const int row = static_cast<int>(blockIdx.x);
+  const int row = static_cast<int>(blockIdx.y);
   const unsigned* h = hist + static_cast<long long>(row) * kBins;
-  u64* mass = mass_all + static_cast<long long>(row) * kBins;
-
+  u64* masses = block_mass + static_cast<long long>(row) * kCutBlocks;
   __syncthreads();  // table_s
   const unsigned highest = top_keys[row];  // key + 1 of the row max (vocab >= 1)
   const one_block::Weigh weigh{key_value16<Bits>(highest - 1), rule::kLog2e, bits, table_s};
-  // Batches of loads in flight; the weight (~300 instructions) only where a bin has tokens, which
-  // is warp-uniform away from the edges of the crowded range (a warp holds 32 neighbouring bins).
-  for (int j0 = 0; j0 < kBinsPerThread; j0 += kBatch) {
-    unsigned counts[kBatch];
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) counts[j] = h[(j0 + j) * kCutThreads + static_cast<int>(threadIdx.x)];
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      const int bin = (j0 + j) * kCutThreads + static_cast<int>(threadIdx.x);
-      u64 m = 0;
-      if (counts[j] != 0) m = counts[j] * weigh(key_value16<Bits>(static_cast<unsigned>(bin)));
-      mass[bin] = m;
-    }
-  }
-  __syncthreads();  // mass[] of the whole row is written
+  const auto bin_mass = [&](int bin) {  // the weight (~300 instructions) only where a bin has tokens
+    const unsigned count = h[bin];
+    return count != 0 ? count * weigh(key_value16<Bits>(static_cast<unsigned>(bin))) : u64{0};
+  };
+  const u64 mine = block_reduce(bin_mass(static_cast<int>(blockIdx.x) * kCutThreads + static_cast<int>(threadIdx.x)),
+                                Sum{}, scan);
+  if (threadIdx.x == 0) masses[blockIdx.x] = mine;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) is_last = atomicAdd(&arrived[row], 1u) == kCutBlocks - 1;
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
 
-  const int top = kBins - 1 - static_cast<int>(threadIdx.x) * kBinsPerThread;
-  u64 sum = 0;
-#pragma unroll 8
-  for (int j = 0; j < kBinsPerThread; ++j) sum += mass[top - j];
+  // Thread t holds block kCutBlocks - 1 - t, so the scan in thread order runs from the highest bins down.
+  const int t = static_cast<int>(threadIdx.x);
+  const u64 block_sum = t < kCutBlocks ? masses[kCutBlocks - 1 - t] : 0;
   u64 total;
-  const u64 incl = one_block::block_inclusive_scan(scan, sum, total);
+  const u64 block_incl = one_block::block_inclusive_scan(scan, block_sum, total);
   if (total == 0) {
-    if (threadIdx.x == 0) cuts[row] = {0, 0, 1};
+    if (t == 0) cuts[row] = {0, 0, 1};
     return;
   }
   const u64 target = rule::top_p_target(total, p_fixed);
-  u64 run = incl - sum;
-  if (run < target && incl >= target) {  // the one thread whose bins hold the cut
-    for (int j0 = 0; j0 < kBinsPerThread; j0 += kBatch) {
-      u64 masses[kBatch];
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) masses[j] = mass[top - j0 - j];
-      int found = -1;
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        if (found < 0 && run + masses[j] >= target) found = j;  // masses[j] > 0: weight 0 cannot reach it
-        if (found < 0) run += masses[j];
-      }
-      if (found >= 0) {
-        const unsigned key = static_cast<unsigned>(top - j0 - found);
-        const u64 w = weigh(key_value16<Bits>(key));
-        cuts[row] = {key, static_cast<unsigned>((target - run + w - 1) / w), 0};
-        break;
-      }
-    }
+  if (block_incl - block_sum < target && block_incl >= target) {  // one thread: block_sum > 0
+    picked_block = kCutBlocks - 1 - t;
+    picked_need = target - (block_incl - block_sum);
+  }
+  __syncthreads();
+  const u64 need = picked_need;
+  const int bin = picked_block * kCutThreads + (kCutThreads - 1 - t);
+  const u64 mass = bin_mass(bin);
+  u64 block_total;
+  const u64 incl = one_block::block_inclusive_scan(scan, mass, block_total);
+  const u64 run = incl - mass;
+  if (run < need && incl >= need) {  // one thread: mass > 0
+    const u64 w = weigh(key_value16<Bits>(static_cast<unsigned>(bin)));
+    cuts[row] = {static_cast<unsigned>(bin), static_cast<unsigned>((need - run + w - 1) / w), 0};
   }
 }
 
@@ -275,14 +268,15 @@ void launch(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out, Stre
   const int count_slice = vocab <= kBins ? kShortCountSlice : kCountSlice;
   const dim3 count_grid(ceil_div(vocab, count_slice), static_cast<unsigned>(rows));
 
-  // The histograms and row maxima first: one memset zeroes both.
-  const std::size_t hist_bytes = align_up(static_cast<std::size_t>(rows) * (kBins + 1) * sizeof(unsigned));
-  const std::size_t mass_bytes = align_up(static_cast<std::size_t>(rows) * kBins * sizeof(u64));
+  // The histograms, row maxima and the cut kernel's arrival counts first: one memset zeroes them.
+  const std::size_t hist_bytes = align_up(static_cast<std::size_t>(rows) * (kBins + 2) * sizeof(unsigned));
+  const std::size_t mass_bytes = align_up(static_cast<std::size_t>(rows) * kCutBlocks * sizeof(u64));
   const std::size_t cut_bytes = align_up(static_cast<std::size_t>(rows) * sizeof(RowCut));
   const std::size_t tie_bytes = align_up(static_cast<std::size_t>(rows) * grid.x * sizeof(unsigned));
   Scratch scratch(hist_bytes + mass_bytes + cut_bytes + tie_bytes, stream);
   unsigned* hist = scratch.at<unsigned>(0);
   unsigned* top = hist + rows * kBins;
+  unsigned* arrived = top + rows;
   u64* mass = scratch.at<u64>(hist_bytes);
   RowCut* cuts = scratch.at<RowCut>(hist_bytes + mass_bytes);
   unsigned* ties = scratch.at<unsigned>(hist_bytes + mass_bytes + cut_bytes);
@@ -298,8 +292,8 @@ void launch(const Tensor& logits, std::uint64_t p_fixed, const Tensor& out, Stre
       cudaFuncSetAttribute(count_values_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kCountSmem));
   count_values_kernel<<<count_grid, kCountThreads, kCountSmem, to_cuda(stream)>>>(x, n, count_slice, hist, top);
   IGNIS_CHECK_LAUNCH();
-  find_cut_kernel<Bits><<<static_cast<unsigned>(rows), kCutThreads, 0, to_cuda(stream)>>>(
-      hist, top, mass, cuts, p_fixed, rule::weight_bits(vocab), table);
+  find_cut_kernel<Bits><<<dim3(kCutBlocks, static_cast<unsigned>(rows)), kCutThreads, 0, to_cuda(stream)>>>(
+      hist, top, arrived, mass, cuts, p_fixed, rule::weight_bits(vocab), table);
   IGNIS_CHECK_LAUNCH();
   count_ties_kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(x, n, slice, cuts, ties);
   IGNIS_CHECK_LAUNCH();
