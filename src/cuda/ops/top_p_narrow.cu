@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kCutThreads) find_cut_kernel(const unsigned* h
   __syncthreads();  // table_s
   const unsigned highest = top_keys[row];  // key + 1 of the row max (vocab >= 1)
   const one_block::Weigh weigh{key_value16<Bits>(highest - 1), rule::kLog2e, bits, table_s};
-  const auto bin_mass = [&](int bin) {  // the weight (~300 instructions) only where a bin has tokens
+  const auto bin_mass = [&](int bin) {  // the fixed-point weight only where a bin has tokens
     const unsigned count = h[bin];
     return count != 0 ? count * weigh(key_value16<Bits>(static_cast<unsigned>(bin))) : u64{0};
   };
