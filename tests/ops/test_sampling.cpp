@@ -218,6 +218,42 @@ TEST_P(SamplingOp, TopPSplitsBucketsTooBigForTheList) {
   }
 }
 
+// Top-k samples with and without top-p, many rows a call so that many draws are compared: the CUDA
+// kernels list every token of the top-k buckets and cut the list (sorted in shared memory up to 1024
+// tokens, by radix passes past that); ids must equal the CPU path's. Normal logits, and rows rounded
+// to integers (long runs of equal values, ranked by index). Under the sanitizers (light runs) 40 rows
+// and three k: racecheck took past 200 s over the full case.
+TEST_P(SamplingOp, TopKSamplesEqualTheCpuRule) {
+  const Impl impl = GetParam();
+  IGNIS_SKIP_UNLESS(impl, sampling_supported(impl.device, impl.dtype));
+  if (!impl.device.is_cuda()) GTEST_SKIP() << "compares the CUDA paths with the CPU path";
+  std::uint64_t salt = 5000;
+  const bool light = test::light_run();
+  const std::int64_t shapes[][2] = {{light ? 40 : 300, 4097}, {2, 50257}};
+  const std::vector<std::int64_t> ks = light ? std::vector<std::int64_t>{7, 200, 3000}
+                                             : std::vector<std::int64_t>{2, 7, 200, 1000, 3000};
+  for (const auto& shape : shapes) {
+    const std::int64_t rows = shape[0], vocab = shape[1];
+    auto rng = test::case_rng(++salt);
+    auto x = test::random_normal(rng, rows * vocab, 3.0);
+    for (std::int64_t r = 1; r < rows; r += 2)
+      for (std::int64_t i = r * vocab; i < (r + 1) * vocab; ++i) x[i] = std::round(x[i]);
+    x = test::quantize(x, impl.dtype);
+    Tensor device_in = test::make_tensor(x, {rows, vocab}, impl.dtype, impl.device);
+    Tensor host_in = test::make_tensor(x, {rows, vocab}, DType::f32, Device::cpu());
+    for (std::int64_t k : ks)
+      for (double p : {1.0, 0.5}) {
+        SCOPED_TRACE(testing::Message() << impl << " rows " << rows << " vocab " << vocab << " k " << k << " p " << p);
+        const SamplingParams params{0.8, k, p, 29, static_cast<std::uint64_t>(k)};
+        Tensor ids = test::make_poisoned({rows}, DType::i32, impl.device);
+        sample(device_in, params, ids);
+        Tensor host_ids = test::make_poisoned({rows}, DType::i32, Device::cpu());
+        sample(host_in, params, host_ids);
+        EXPECT_EQ(test::read_tensor(ids), test::read_tensor(host_ids)) << "CUDA and CPU must draw the same ids";
+      }
+  }
+}
+
 // ids of one (shape, params) case against the reference, and on CUDA against the CPU path.
 std::pair<int, int> check_sample(const Impl& impl, std::int64_t rows, std::int64_t vocab, const SamplingParams& params,
                                  bool ties, std::uint64_t salt) {
