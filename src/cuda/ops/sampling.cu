@@ -9,8 +9,9 @@
 //     tokens, so the list holds one sub-bucket instead of the row falling back to one block.
 //  3. compact: the tokens of that bucket (with top-k sampling: of every bucket from it up) are
 //     appended to a small per-row list; masks write every other token on the way. The last block
-//     selects the exact cut among the listed tokens by radix passes over the list alone and
-//     finishes the row: the listed mask entries, or the whole draw of a top-k sample.
+//     selects the exact cut among the listed tokens by radix passes over the list alone (a top-k
+//     sample's short list: sorted in shared memory) and finishes the row: the listed mask entries,
+//     or the whole draw of a top-k sample.
 //  4. draw (sampling without top-k): sums of the kept weights per chunk of 256 tokens; the last block
 //     finds the chunk holding the drawn threshold and scans that chunk alone in index order.
 // Tokens are ranked by the 64-bit composite (key << 32 | ~index), unique per token, so every cut is
@@ -475,9 +476,9 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(const T* logits, const
 
 // A top-k sample's list of at most this many tokens is sorted in shared memory (PassShared::weights
 // holds it) instead of being cut by radix passes. 16-bit logits tie within a bucket, so their radix
-// passes run on through the index bits: sorting up to 1024 tokens took 8 us off a 1-row call and
-// 6-8 us off 64 rows (H200, session 29). f32 keys are nearly unique and the passes stop after about
-// three; a sort of ~800 tokens cost 64 x 128256 f32 3.5 us, so f32 lists sort only when short.
+// passes run on through the index bits: sorting up to 1024 tokens took 5-9 us off 1- and 64-row
+// bf16 calls (H200, session 29). f32 keys are nearly unique and the passes stop after about three
+// digits; sorting (~800 tokens) cost 64 x 128256 f32 3.5 us, so f32 lists sort only when short.
 constexpr int kSortedList = kTopBins / 2;
 constexpr int kSortedListF32 = 256;
 
@@ -548,7 +549,8 @@ __device__ int sample_from_sorted_list(PassShared& s, const Job& job, const RowS
   for (int j = threadIdx.x; j < k; j += blockDim.x) total += val[j];
   total = block_reduce(total, Sum{}, s.scratch);
   int last = k - 1;  // the last kept rank
-  if (job.p_fixed < rule::kTopPOff && total > 0) last = first_reaching(s, val, k, rule::top_p_target(total, job.p_fixed), total);
+  if (job.p_fixed < rule::kTopPOff && total > 0)
+    last = first_reaching(s, val, k, rule::top_p_target(total, job.p_fixed), total);
   if (total == 0) return composite_index(st.best);  // a row without a finite logit
   const u64 need = rule::draw_threshold(rule::random_bits(job.plan.seed, job.plan.step, row), total) + 1;
   // The kept tokens by index (the composite's halves swapped: ~index first), the rest as padding.
