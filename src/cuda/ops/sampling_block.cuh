@@ -4,8 +4,8 @@
 // row; the multi-block kernels (sampling.cu) fall back to these for rows whose candidate bucket
 // does not fit their workspace (e.g. a vocabulary of equal logits).
 //  - top-k: radix select of the k-th largest order key (four 8-bit histogram passes in shared
-//    memory, warp-aggregated atomics), then an index-order block scan over the tokens equal to
-//    it keeps exactly the lowest-index ones still needed.
+//    memory, native atomics on 16-bit limbs), then an index-order block scan over the tokens equal
+//    to it keeps exactly the lowest-index ones still needed.
 //  - top-p: the same radix select with a histogram weighted by the fixed-point token weights of
 //    src/ops/sampling_rule.h, whose integer sums do not depend on the order of summation.
 //  - sample: an index-order block prefix sum of the kept weights finds the first token whose
