@@ -25,6 +25,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import bench_ops
+from kernel_names import short_name
 from profile_ops import find_op
 
 
@@ -55,16 +56,6 @@ def split_calls(kernels):
         elif calls:
             calls[-1][1].append((name, start, end))
     return [c for c in calls if c[1]]
-
-
-def short_name(kernel):
-    """"void ignis::cuda::(anonymous namespace)::backward_staged<...>(...)" -> "backward_staged"."""
-    base = kernel.split("<")[0]
-    if "::" in base:
-        base = base.split("(")[-1].split("::")[-1]
-    else:
-        base = base.split("(")[0]
-    return base or kernel[:48]
 
 
 def busy_time(kernels):
