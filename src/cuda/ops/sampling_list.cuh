@@ -123,29 +123,14 @@ __device__ inline void sort_pairs_descending(u64* key, u64* val, int n) {
 }
 
 // The first position p < n at which the running sum of val reaches need (need <= the sum of all n),
-// and that running sum. All threads call; ends at a barrier.
+// and that running sum: pick_bin with bin b standing for position n - 1 - b, so that its scan from
+// the highest bin down walks the positions upwards. All threads call; ends at a barrier.
 // val: [n].
 __device__ inline int first_reaching(PassShared& s, const u64* val, int n, u64 need, u64& reached) {
-  const int per = (n + blockDim.x - 1) / blockDim.x;
-  const int lo = min(n, static_cast<int>(threadIdx.x) * per), hi = min(n, lo + per);
-  u64 sum = 0;
-  for (int j = lo; j < hi; ++j) sum += val[j];
-  u64 total;
-  const u64 incl = one_block::block_inclusive_scan(s.scratch, sum, total);
-  u64 run = incl - sum;
-  if (run < need && incl >= need)
-    for (int j = lo; j < hi; ++j) {
-      run += val[j];
-      if (run >= need) {
-        s.bin = static_cast<unsigned>(j);
-        s.value = run;
-        break;
-      }
-    }
-  __syncthreads();
-  const int found = static_cast<int>(s.bin);
-  reached = s.value;
-  __syncthreads();  // s.bin and s.value may be rewritten next
+  pick_bin(s, n, [&](int b) { return val[n - 1 - b]; }, need);
+  const int found = n - 1 - static_cast<int>(s.bin);
+  reached = need - s.need + val[found];  // s.need: what position `found` still had to supply
+  __syncthreads();  // s.bin and s.need may be rewritten next
   return found;
 }
 
