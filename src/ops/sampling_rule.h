@@ -76,16 +76,6 @@ IGNIS_HD int weight_bits(std::int64_t vocab) {
   return s < 62 ? s : 62;
 }
 
-// a = (max - x) * scale, scale = log2(e) / T; both operations rounded once in double.
-IGNIS_HD double weight_exponent(float max, float x, double scale) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(__dsub_rn(static_cast<double>(max), static_cast<double>(x)), scale);
-#else
-  const double diff = static_cast<double>(max) - static_cast<double>(x);
-  return diff * scale;
-#endif
-}
-
 // IEEE double operations rounded once each: on CUDA the intrinsics keep nvcc from fusing a multiply
 // and an add; the host files are compiled without contraction.
 IGNIS_HD double mul_rn(double a, double b) {
@@ -101,6 +91,11 @@ IGNIS_HD double add_rn(double a, double b) {
 #else
   return a + b;
 #endif
+}
+
+// a = (max - x) * scale, scale = log2(e) / T; both operations rounded once in double.
+IGNIS_HD double weight_exponent(float max, float x, double scale) {
+  return mul_rn(add_rn(static_cast<double>(max), -static_cast<double>(x)), scale);
 }
 
 constexpr double kRoundToInteger = 6755399441055744.0;  // 1.5 * 2^52: t + it rounds t (|t| < 2^51) to an integer
