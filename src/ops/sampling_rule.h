@@ -3,14 +3,18 @@
 //
 // Token weights are fixed-point integers: w_i = round(2^S * 2^-a_i) with
 // a_i = (max - x_i) * log2(e) / T computed in double (one subtraction and one multiply, the same
-// IEEE operations on both devices), and 2^-a evaluated with integer arithmetic only (a 256-entry
-// table of 2^(-j/256) plus a short Taylor series), so every implementation computes bit-identical
-// weights. Sums of integers do not depend on the summation order, so a parallel prefix sum on
-// the GPU and a sequential loop on the CPU agree exactly, and so do the top-p boundary and the
-// sampled index. Against the real-valued rule (src/ref/sampling.h) a weight differs by at most
-// 2e-10 relative plus 2^-(S+1) absolute (the row max has weight 2^S), so a sum differs by at most
-// 2e-10 + vocab^2 * 2^-64 of the row total: below 4e-9 for vocabularies up to 2^18.
+// IEEE operations on both devices). 2^-a is a 256-entry table of 2^(-j/256) times a degree-4
+// polynomial for the rest, evaluated with separately rounded IEEE double multiplies and adds (never
+// fused: both paths round every operation the same way), so every implementation computes
+// bit-identical weights. The table is made once on the host from integer arithmetic, so it does not
+// depend on a math library. Sums of integers do not depend on the summation order, so a parallel
+// prefix sum on the GPU and a sequential loop on the CPU agree exactly, and so do the top-p boundary
+// and the sampled index. Against the real-valued rule (src/ref/sampling.h) a weight differs by at
+// most 1e-15 relative plus 2^-1 absolute (the row max has weight 2^S), so a sum differs by at most
+// 1e-15 + vocab^2 * 2^-64 of the row total: below 4e-9 for vocabularies up to 2^18.
+// Files that evaluate the rule on the host are compiled with -ffp-contract=off (src/CMakeLists.txt).
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -53,11 +57,12 @@ IGNIS_HD std::uint64_t exp2_table_entry(int j) {
   return q;
 }
 
-// The 256 entries, computed once on the host (kernels get a copy as a launch argument).
-inline const std::uint64_t* exp2_table() {
+// The 256 entries as doubles (2^-j/256 rounded once), computed once on the host (kernels get a copy
+// as a launch argument).
+inline const double* exp2_table() {
   static const auto table = [] {
-    std::array<std::uint64_t, kExpTableSize> t{};
-    for (int j = 0; j < kExpTableSize; ++j) t[j] = exp2_table_entry(j);
+    std::array<double, kExpTableSize> t{};
+    for (int j = 0; j < kExpTableSize; ++j) t[j] = std::ldexp(static_cast<double>(exp2_table_entry(j)), -63);
     return t;
   }();
   return table.data();
@@ -71,34 +76,80 @@ IGNIS_HD int weight_bits(std::int64_t vocab) {
   return s < 62 ? s : 62;
 }
 
+// IEEE double operations rounded once each: on CUDA the intrinsics keep nvcc from fusing a multiply
+// and an add; the host files are compiled without contraction.
+IGNIS_HD double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+IGNIS_HD double add_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
 // a = (max - x) * scale, scale = log2(e) / T; both operations rounded once in double.
 IGNIS_HD double weight_exponent(float max, float x, double scale) {
+  return mul_rn(add_rn(static_cast<double>(max), -static_cast<double>(x)), scale);
+}
+
+constexpr double kRoundToInteger = 6755399441055744.0;  // 1.5 * 2^52: t + it rounds t (|t| < 2^51) to an integer
+constexpr double kLn2Over256 = 0.0027076061740622863;   // ln 2 / 256
+
+// The integer held in the low 32 bits of a double made by adding kRoundToInteger.
+IGNIS_HD std::int32_t low_word(double rounded) {
 #if defined(__CUDA_ARCH__)
-  return __dmul_rn(__dsub_rn(static_cast<double>(max), static_cast<double>(x)), scale);
+  return __double2loint(rounded);
 #else
-  const double diff = static_cast<double>(max) - static_cast<double>(x);
-  return diff * scale;
+  std::uint64_t bits;
+  std::memcpy(&bits, &rounded, sizeof bits);
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(bits));
+#endif
+}
+
+// 2^e for -1 <= e <= 62, exactly.
+IGNIS_HD double power_of_two(int e) {
+#if defined(__CUDA_ARCH__)
+  return __hiloint2double((1023 + e) << 20, 0);
+#else
+  return std::ldexp(1.0, e);
+#endif
+}
+
+// v >= 0, below 2^64, to the nearest integer (ties to even).
+IGNIS_HD std::uint64_t round_to_u64(double v) {
+#if defined(__CUDA_ARCH__)
+  return __double2ull_rn(v);
+#else
+  return static_cast<std::uint64_t>(std::nearbyint(v));
 #endif
 }
 
 // round(2^S * 2^-a) for a >= 0; 0 for a >= 64, NaN or +inf (a masked or -inf logit).
-IGNIS_HD std::uint64_t weight_from_exponent(double a, const std::uint64_t* table, int bits) {
+// 2^-a = 2^-(k / 256) * 2^-(r / 256) for the integer k nearest 256a and r = 256a - k in [-1/2, 1/2]:
+// the first factor is the table entry times a power of two, the second exp(-z), z = r ln2 / 256,
+// |z| < 0.0014, whose degree-4 Taylor polynomial is within 4e-17.
+// table: [kExpTableSize], exp2_table().
+IGNIS_HD std::uint64_t weight_from_exponent(double a, const double* table, int bits) {
   if (!(a >= 0.0 && a < 64.0)) return 0;
-  const double scaled = a * 4294967296.0;  // exact: a power-of-two scale
-  const std::uint64_t fixed = static_cast<std::uint64_t>(scaled + 0.5);  // a in units of 2^-32
-  const std::uint64_t whole = fixed >> 32;
-  const std::uint64_t frac = fixed & 0xffffffffu;
-  // 2^-(r / 2^32) for the low 24 bits r: y = r ln2 / 2^32 < 0.0028, five Taylor terms (error < 2^-60).
-  const std::uint64_t y = mul_shift(frac & 0xffffffu, kLn2Q63, 32);
-  std::uint64_t q = kOneQ63 - y / 5;
-  q = kOneQ63 - mul_q63(y, q) / 4;
-  q = kOneQ63 - mul_q63(y, q) / 3;
-  q = kOneQ63 - mul_q63(y, q) / 2;
-  q = kOneQ63 - mul_q63(y, q);
-  const std::uint64_t v = mul_q63(table[frac >> 24], q);  // 2^-(frac / 2^32) in Q63
-  const std::uint64_t shift = 63 - static_cast<std::uint64_t>(bits) + whole;
-  if (shift >= 64) return 0;
-  return (v + (std::uint64_t{1} << (shift - 1))) >> shift;
+  const double t = mul_rn(a, 256.0);  // exact: a power-of-two scale
+  const double rounded = add_rn(t, kRoundToInteger);
+  const int k = low_word(rounded);
+  const double r = add_rn(t, -add_rn(rounded, -kRoundToInteger));  // both exact
+  const int e = bits - (k >> 8);
+  if (e < -1) return 0;  // 2^S * 2^-a <= 2^(-2 + 1/512) rounds to 0
+  const double z = mul_rn(r, kLn2Over256);
+  double q = 1.0 / 24.0;
+  q = add_rn(mul_rn(q, z), -1.0 / 6.0);
+  q = add_rn(mul_rn(q, z), 0.5);
+  q = add_rn(mul_rn(q, z), -1.0);
+  q = add_rn(mul_rn(q, z), 1.0);  // exp(-z)
+  return round_to_u64(mul_rn(mul_rn(table[k & (kExpTableSize - 1)], q), power_of_two(e)));
 }
 
 // An unsigned integer whose order is the order of the floats (with -0 == +0): keys compare as values do.

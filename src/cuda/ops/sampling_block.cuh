@@ -28,7 +28,7 @@ struct Shared {
   u64 hist[kBins];
   unsigned limbs[kLimbs][kBins];  // histogram_pass's counters
   u64 scan[32];
-  std::uint64_t table[rule::kExpTableSize];
+  double table[rule::kExpTableSize];
   unsigned bin;
   u64 need;
   int found;
@@ -51,7 +51,7 @@ struct Weigh {
   float max;
   double scale;
   int bits;
-  const std::uint64_t* table;
+  const double* table;
   __device__ u64 operator()(float v) const {
     return rule::weight_from_exponent(rule::weight_exponent(max, v, scale), table, bits);
   }
@@ -279,7 +279,7 @@ __device__ u64 kept_total(Shared& s, const T* x, int n, const KeptMass& mass) {
 }
 
 // table: [rule::kExpTableSize].
-__device__ inline void copy_table(Shared& s, const std::uint64_t* table) {
+__device__ inline void copy_table(Shared& s, const double* table) {
   for (int j = threadIdx.x; j < rule::kExpTableSize; j += blockDim.x) s.table[j] = table[j];
   __syncthreads();
 }
@@ -319,7 +319,7 @@ __device__ void top_k_row(Shared& s, const T* x, T* y, int n, int k) {
 
 // x, y: [n]; table: [rule::kExpTableSize].
 template <class T>
-__device__ void top_p_row(Shared& s, const T* x, T* y, int n, u64 p_fixed, int bits, const std::uint64_t* table) {
+__device__ void top_p_row(Shared& s, const T* x, T* y, int n, u64 p_fixed, int bits, const double* table) {
   copy_table(s, table);
   const Weigh weigh{to_float(x[row_argmax(s, x, n)]), rule::kLog2e, bits, s.table};
   const u64 total = kept_total(s, x, n, KeptMass{weigh, Cut{}, Cut{}, false, 0});
@@ -329,7 +329,7 @@ __device__ void top_p_row(Shared& s, const T* x, T* y, int n, u64 p_fixed, int b
 
 // x: [n], one row; table: [rule::kExpTableSize].
 template <class T>
-__device__ int sample_row(Shared& s, const T* x, int n, const rule::Plan& plan, u64 row, const std::uint64_t* table) {
+__device__ int sample_row(Shared& s, const T* x, int n, const rule::Plan& plan, u64 row, const double* table) {
   const int best = row_argmax(s, x, n);
   if (plan.greedy) return best;
   copy_table(s, table);

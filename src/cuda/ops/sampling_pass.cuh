@@ -66,7 +66,7 @@ struct Job {
   u64* list_weights;  // [rows, list_cap], the weights of the listed tokens; not for top-k masks
   int chunks;      // per row: ceil(vocab / kChunk)
   u64* partials;  // [rows, chunks], sampling only
-  std::uint64_t table[rule::kExpTableSize];
+  double table[rule::kExpTableSize];
 };
 
 struct PassShared {
@@ -74,7 +74,7 @@ struct PassShared {
   u64 weights[kTopBins];
   u64 sel_weight[kSelBins];
   unsigned sel_count[kSelBins];
-  std::uint64_t table[rule::kExpTableSize];
+  double table[rule::kExpTableSize];
   u64 scratch[32];
   u64 value;
   u64 need;

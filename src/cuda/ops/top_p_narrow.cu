@@ -67,7 +67,7 @@ struct RowCut {
 };
 
 struct Table {
-  std::uint64_t entries[rule::kExpTableSize];
+  double entries[rule::kExpTableSize];
 };
 
 struct MaxU32 {
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(kCutThreads) find_cut_kernel(const unsigned* h
                                                                unsigned* arrived, u64* block_mass, RowCut* cuts,
                                                                u64 p_fixed, int bits,
                                                                const __grid_constant__ Table table) {
-  __shared__ std::uint64_t table_s[rule::kExpTableSize];
+  __shared__ double table_s[rule::kExpTableSize];
   __shared__ u64 scan[32];
   __shared__ int is_last;
   __shared__ int picked_block;
