@@ -9,7 +9,9 @@ namespace ignis::cuda::multi_pass {
 
 // Among the listed tokens with weight(j, c) > 0 (c = list[j]), ranked by order(c) from the largest (orders are
 // distinct), the order of the first at which the running weight reaches need (need <= the total).
-// Radix passes over the bits in which those orders differ; stops once a digit leaves one token.
+// Radix passes over the bits in which those orders differ; stops once a digit leaves one token. Each
+// digit starts at the highest bit below the last that varies over the list: the bits between a 16-bit
+// logit's key and the token index, and the index's high bits, are the same for every token.
 // list: [m].
 template <class Order, class Weight>
 __device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, Weight weight, u64 need) {
@@ -23,11 +25,17 @@ __device__ u64 list_select(PassShared& s, const u64* list, int m, Order order, W
   }
   all = block_reduce(all, BitAnd{}, s.scratch);
   any = block_reduce(any, BitOr{}, s.scratch);
-  if ((all ^ any) == 0) return any;
-  int top = 64 - __clzll(static_cast<long long>(all ^ any));  // bits [0, top) vary
-  u64 fixed = top == 64 ? 0 : ~((u64{1} << top) - 1);
-  u64 prefix = any & fixed;
+  const u64 vary = all ^ any;
+  if (vary == 0) return any;
+  int top = 64;
+  u64 fixed = 0, prefix = 0;
   for (;;) {
+    const u64 below = top == 64 ? ~0ull : (u64{1} << top) - 1;
+    const int highest = 64 - __clzll(static_cast<long long>(vary & below));  // > 0: orders are distinct
+    const u64 same = below & (highest == 64 ? 0 : ~((u64{1} << highest) - 1));  // bits [highest, top)
+    fixed |= same;
+    prefix |= any & same;
+    top = highest;
     const int shift = top > kSelBits ? top - kSelBits : 0;
     const u64 digit = (u64{1} << (top - shift)) - 1;
     for (int b = threadIdx.x; b < kSelBins; b += blockDim.x) {
