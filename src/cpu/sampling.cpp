@@ -54,19 +54,29 @@ class Row {
     return sum;
   }
 
-  // Keeps the shortest rank-order prefix of the candidates whose weight reaches the target.
+  // Keeps the shortest rank-order prefix of the candidates whose weight reaches the target. The prefix
+  // is found by selecting and sorting a growing head of the rank order (256 candidates, then 4x as many
+  // each round) instead of sorting every candidate: a sort of the 49152-token vocabulary had been most of
+  // a CPU top-p sample (4.2 of 4.3 ms).
   void keep_top_p(std::uint64_t p_fixed) {
     const std::uint64_t total = this->total();
     if (p_fixed >= sampling::kTopPOff || total == 0) return;
     std::vector<std::size_t> by_rank(candidates_.size());
     std::iota(by_rank.begin(), by_rank.end(), 0);
-    std::sort(by_rank.begin(), by_rank.end(), [this](std::size_t a, std::size_t b) {
+    const auto ranks_before = [this](std::size_t a, std::size_t b) {
       return RanksBefore{keys_.data()}(candidates_[a], candidates_[b]);
-    });
+    };
     const std::uint64_t target = sampling::top_p_target(total, p_fixed);
     std::uint64_t cum = 0;
-    std::size_t kept = 0;
-    while (kept < by_rank.size() && cum < target) cum += weights_[by_rank[kept++]];
+    std::size_t kept = 0, sorted = 0;
+    for (std::size_t head = 256; cum < target; head *= 4) {
+      const auto end = by_rank.begin() + static_cast<std::ptrdiff_t>(std::min(head, by_rank.size()));
+      std::nth_element(by_rank.begin() + static_cast<std::ptrdiff_t>(sorted), end, by_rank.end(), ranks_before);
+      std::sort(by_rank.begin() + static_cast<std::ptrdiff_t>(sorted), end, ranks_before);
+      sorted = static_cast<std::size_t>(end - by_rank.begin());
+      while (kept < sorted && cum < target) cum += weights_[by_rank[kept++]];
+      if (sorted == by_rank.size()) break;
+    }
     std::vector<std::int32_t> candidates(kept);
     std::vector<std::uint64_t> weights(kept);
     for (std::size_t r = 0; r < kept; ++r) {
@@ -78,19 +88,30 @@ class Row {
   }
 
   // The first candidate in index order whose inclusive cumulative weight exceeds the threshold.
+  // Candidates come in index order (no cut), rank order (top-p) or nth_element's (top-k): a short list
+  // is sorted by index; a long one is scattered into a row of weights (0 where dropped), which adds
+  // nothing to the running sum, and scanned.
   std::int32_t draw(std::uint64_t bits) {
     const std::uint64_t total = this->total();
     if (total == 0) return argmax();
-    std::vector<std::size_t> by_index(candidates_.size());
-    std::iota(by_index.begin(), by_index.end(), 0);
-    std::sort(by_index.begin(), by_index.end(), [this](std::size_t a, std::size_t b) {
-      return candidates_[a] < candidates_[b];
-    });
     const std::uint64_t threshold = sampling::draw_threshold(bits, total);
+    const std::size_t m = candidates_.size();
     std::uint64_t cum = 0;
-    for (std::size_t c : by_index) {
-      cum += weights_[c];
-      if (cum > threshold) return candidates_[c];
+    if (std::is_sorted(candidates_.begin(), candidates_.end())) {
+      for (std::size_t c = 0; c < m; ++c)
+        if ((cum += weights_[c]) > threshold) return candidates_[c];
+    } else if (m * 16 < static_cast<std::size_t>(n_)) {
+      std::vector<std::size_t> by_index(m);
+      std::iota(by_index.begin(), by_index.end(), 0);
+      std::sort(by_index.begin(), by_index.end(),
+                [this](std::size_t a, std::size_t b) { return candidates_[a] < candidates_[b]; });
+      for (std::size_t c : by_index)
+        if ((cum += weights_[c]) > threshold) return candidates_[c];
+    } else {
+      std::vector<std::uint64_t> row(static_cast<std::size_t>(n_), 0);
+      for (std::size_t c = 0; c < m; ++c) row[candidates_[c]] = weights_[c];
+      for (std::int64_t i = 0; i < n_; ++i)
+        if ((cum += row[i]) > threshold) return static_cast<std::int32_t>(i);
     }
     return argmax();  // unreachable: threshold < total
   }
