@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/cpu_attention.h"
+#include "engine/cuda_gpt2.h"
 #include "engine/cpu_forward.h"
 #include "ignis/error.h"
 #include "ignis/ops/activation.h"
@@ -39,13 +39,10 @@ std::unique_ptr<Gpt2Model> Gpt2Model::load(const std::string& path, const ModelO
 }
 
 Gpt2Model::Gpt2Model(Gpt2Config config, Gpt2Weights weights, const ModelOptions& options)
-    : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
-  check_device_format(options, "Gpt2Model");
+    : DecoderModel(options, "Gpt2Model"), config_(std::move(config)), weights_(std::move(weights)) {
   config_.validate();
   check_arg(static_cast<std::int64_t>(weights_.layers.size()) == config_.n_layers, "Gpt2Model", "weights.layers",
             config_.n_layers, weights_.layers.size());
-  pool_ = std::make_unique<ThreadPool>(options.threads);
-  attention_ = make_cpu_attention(*pool_);
   if (options_.device.is_cuda()) {
     CudaForwardOptions cuda_options;
     cuda_options.device = options_.device;
@@ -131,16 +128,11 @@ void Gpt2Model::check_forward_args(std::span<const std::int32_t> tokens, const K
   cache.check_room(n);
 }
 
-std::span<const float> Gpt2Model::forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) {
+std::span<const float> Gpt2Model::forward_on_cpu(std::span<const std::int32_t> tokens, KvCache& cache,
+                                                 bool all_logits) {
   const Gpt2Config& c = config_;
   const auto n = static_cast<std::int64_t>(tokens.size());
   const std::int64_t d = c.dim;
-  check_forward_args(tokens, cache);
-  if (cuda_) {
-    const std::span<const float> logits = cuda_->forward(tokens, cache, all_logits);
-    cache.advance(n);
-    return logits;
-  }
   const std::int64_t pos0 = cache.length();
   ensure_scratch(n);
 
@@ -161,15 +153,6 @@ std::span<const float> Gpt2Model::forward(std::span<const std::int32_t> tokens, 
   logits_.resize(static_cast<std::size_t>(rows * c.vocab_size));
   linear_forward(weights_.lm_head(), xn_.data(), logits_.data(), rows, *pool_);
   return logits_;
-}
-
-std::int32_t Gpt2Model::forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
-                                       const SamplingParams& params) {
-  if (!cuda_) return CausalLm::forward_sample(tokens, cache, params);
-  check_forward_args(tokens, cache);
-  const std::int32_t id = cuda_->forward_sample(tokens, cache, params);
-  cache.advance(static_cast<std::int64_t>(tokens.size()));
-  return id;
 }
 
 }  // namespace ignis::engine

@@ -14,14 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/attention_backend.h"
-#include "engine/causal_lm.h"
-#include "engine/cuda_gpt2.h"
+#include "engine/decoder_model.h"
 #include "engine/gpt2_config.h"
 #include "engine/gpt2_weights.h"
 #include "engine/kv_cache.h"
 #include "engine/model_options.h"
-#include "engine/thread_pool.h"
 
 namespace ignis::engine {
 
@@ -36,7 +33,7 @@ struct Gpt2Files {
   static Gpt2Files locate(const std::string& path);
 };
 
-class Gpt2Model : public CausalLm {
+class Gpt2Model : public DecoderModel {
  public:
   // Reads config.json and model.safetensors (Gpt2Files::locate). Throws for q8 weights on CUDA
   // and for everything Gpt2Config::from_file and Gpt2Weights::load reject.
@@ -45,10 +42,6 @@ class Gpt2Model : public CausalLm {
 
   const Gpt2Config& config() const { return config_; }
   const Gpt2Weights& weights() const { return weights_; }
-  const ModelOptions& options() const { return options_; }
-  const AttentionBackend& attention() const { return cuda_ ? cuda_->attention() : *attention_; }
-  // CUDA decode steps replayed from a captured graph so far (0 on the CPU).
-  std::int64_t cuda_graph_replays() const { return cuda_ ? cuda_->graph_replays() : 0; }
 
   std::int64_t vocab_size() const override { return config_.vocab_size; }
   std::int64_t context_length() const override { return config_.n_positions; }
@@ -58,27 +51,19 @@ class Gpt2Model : public CausalLm {
   // max_seq > n_positions.
   KvCache make_cache(std::int64_t max_seq = 0) const override;
 
-  // As CausalLm::forward; positions past n_positions throw "context length exceeded: <cached> +
-  // <new> > <n_positions> (learned positions)" whatever the cache's size.
-  std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache,
-                                 bool all_logits = false) override;
-
-  // On CUDA the logits stay on the GPU: only the sampled id comes back.
-  std::int32_t forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
-                              const SamplingParams& params) override;
-
  private:
-  void check_forward_args(std::span<const std::int32_t> tokens, const KvCache& cache) const;
+  // forward's rules: DecoderModel::check_forward_args, and positions past n_positions throw "context
+  // length exceeded: <cached> + <new> > <n_positions> (learned positions)" whatever the cache's size.
+  void check_forward_args(std::span<const std::int32_t> tokens, const KvCache& cache) const override;
+  // tokens: [n] ids; returns logits [n or 1, vocab].
+  std::span<const float> forward_on_cpu(std::span<const std::int32_t> tokens, KvCache& cache,
+                                        bool all_logits) override;
   void ensure_scratch(std::int64_t n);
   void attention_block(std::int64_t layer, std::int64_t n, KvCache& cache);
   void mlp_block(std::int64_t layer, std::int64_t n);
 
   Gpt2Config config_;
   Gpt2Weights weights_;
-  ModelOptions options_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<AttentionBackend> attention_;
-  std::unique_ptr<CudaForward> cuda_;  // set on a CUDA device
 
   // Activations of one call, grown to the largest token count seen.
   std::int64_t scratch_tokens_ = 0;

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/cpu_attention.h"
+#include "engine/cuda_llama.h"
 #include "engine/cpu_forward.h"
 #include "ignis/error.h"
 #include "ignis/ops/activation.h"
@@ -20,14 +20,11 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const model::GgufFile& file, const 
 }
 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const ModelOptions& options)
-    : config_(std::move(config)), weights_(std::move(weights)), options_(options) {
-  check_device_format(options, "LlamaModel");
+    : DecoderModel(options, "LlamaModel"), config_(std::move(config)), weights_(std::move(weights)) {
   config_.validate();
   check_arg(static_cast<std::int64_t>(weights_.layers.size()) == config_.n_layers, "LlamaModel", "weights.layers",
             config_.n_layers, weights_.layers.size());
   options_.weights.qk_order = weights_.qk_order;
-  pool_ = std::make_unique<ThreadPool>(options.threads);
-  attention_ = make_cpu_attention(*pool_);
   inv_freq_ = rope_inv_freq(config_.rotary_dim, config_.rope_theta, config_.rope_scaling);
   if (!weights_.rope_freq_factors.empty()) {
     check_arg(weights_.rope_freq_factors.size() == inv_freq_.size(), "LlamaModel", "rope_freq_factors.size",
@@ -125,15 +122,10 @@ void LlamaModel::check_forward_args(std::span<const std::int32_t> tokens, const 
   cache.check_room(n);
 }
 
-std::span<const float> LlamaModel::forward(std::span<const std::int32_t> tokens, KvCache& cache, bool all_logits) {
+std::span<const float> LlamaModel::forward_on_cpu(std::span<const std::int32_t> tokens, KvCache& cache,
+                                                  bool all_logits) {
   const LlamaConfig& c = config_;
   const auto n = static_cast<std::int64_t>(tokens.size());
-  check_forward_args(tokens, cache);
-  if (cuda_) {
-    const std::span<const float> logits = cuda_->forward(tokens, cache, all_logits);
-    cache.advance(n);
-    return logits;
-  }
   ensure_scratch(n);
 
   for (std::int64_t i = 0; i < n; ++i)
@@ -151,15 +143,6 @@ std::span<const float> LlamaModel::forward(std::span<const std::int32_t> tokens,
   logits_.resize(static_cast<std::size_t>(rows * c.vocab_size));
   linear_forward(weights_.lm_head(), xn_.data(), logits_.data(), rows, *pool_);
   return logits_;
-}
-
-std::int32_t LlamaModel::forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
-                                        const SamplingParams& params) {
-  if (!cuda_) return CausalLm::forward_sample(tokens, cache, params);
-  check_forward_args(tokens, cache);
-  const std::int32_t id = cuda_->forward_sample(tokens, cache, params);
-  cache.advance(static_cast<std::int64_t>(tokens.size()));
-  return id;
 }
 
 }  // namespace ignis::engine

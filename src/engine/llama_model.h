@@ -11,21 +11,18 @@
 #include <span>
 #include <vector>
 
-#include "engine/attention_backend.h"
-#include "engine/causal_lm.h"
-#include "engine/cuda_llama.h"
+#include "engine/decoder_model.h"
 #include "engine/kv_cache.h"
 #include "engine/llama_config.h"
 #include "engine/llama_weights.h"
 #include "engine/model_options.h"
-#include "engine/thread_pool.h"
 #include "ignis/device.h"
 #include "ignis/ops/sampling.h"
 #include "model/gguf.h"
 
 namespace ignis::engine {
 
-class LlamaModel : public CausalLm {
+class LlamaModel : public DecoderModel {
  public:
   // Reads config and weights from the file. Throws for everything LlamaConfig::from_gguf and
   // LlamaWeights::load reject, and for q8 weights on CUDA.
@@ -34,10 +31,6 @@ class LlamaModel : public CausalLm {
 
   const LlamaConfig& config() const { return config_; }
   const LlamaWeights& weights() const { return weights_; }
-  const ModelOptions& options() const { return options_; }
-  const AttentionBackend& attention() const { return cuda_ ? cuda_->attention() : *attention_; }
-  // CUDA decode steps replayed from a captured graph so far (0 on the CPU).
-  std::int64_t cuda_graph_replays() const { return cuda_ ? cuda_->graph_replays() : 0; }
 
   std::int64_t vocab_size() const override { return config_.vocab_size; }
   std::int64_t context_length() const override { return config_.context_length; }
@@ -46,30 +39,19 @@ class LlamaModel : public CausalLm {
   // A cache for up to max_seq positions (0: the model's context_length), on the model's device.
   KvCache make_cache(std::int64_t max_seq = 0) const override;
 
-  // Runs `tokens` at positions cache.length(), cache.length() + 1, ... (the cache holds every
-  // earlier position, so positions follow from it) and appends their K/V to the cache.
-  // Returns logits [tokens.size(), vocab] when all_logits, else [1, vocab] for the last token,
-  // valid until the next call. Throws ignis::Error for no tokens, an id outside [0, vocab), or
-  // "context length exceeded: N + M > max" (the cache is then unchanged).
-  std::span<const float> forward(std::span<const std::int32_t> tokens, KvCache& cache,
-                                 bool all_logits = false) override;
-
-  // On CUDA the logits stay on the GPU: only the sampled id comes back.
-  std::int32_t forward_sample(std::span<const std::int32_t> tokens, KvCache& cache,
-                              const SamplingParams& params) override;
-
  private:
-  void check_forward_args(std::span<const std::int32_t> tokens, const KvCache& cache) const;
+  // forward's rules: DecoderModel::check_forward_args, with "context length exceeded: N + M > max"
+  // past the cache's room (the cache is then unchanged).
+  void check_forward_args(std::span<const std::int32_t> tokens, const KvCache& cache) const override;
+  // tokens: [n] ids; returns logits [n or 1, vocab].
+  std::span<const float> forward_on_cpu(std::span<const std::int32_t> tokens, KvCache& cache,
+                                        bool all_logits) override;
   void ensure_scratch(std::int64_t n);
   void attention_block(std::int64_t layer, std::int64_t n, KvCache& cache);
   void ffn_block(std::int64_t layer, std::int64_t n);
 
   LlamaConfig config_;
   LlamaWeights weights_;
-  ModelOptions options_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<AttentionBackend> attention_;
-  std::unique_ptr<CudaForward> cuda_;  // set on a CUDA device
   std::vector<float> inv_freq_;  // [rotary_dim / 2]
   float rope_factor_ = 1.0f;
 
