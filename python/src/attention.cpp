@@ -33,40 +33,42 @@ AttentionParams params_of(const Array& q, bool causal, std::optional<double> sof
   return params;
 }
 
-nb::tuple attention_naive(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
-                          std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window,
-                          double softcap, OptStream stream) {
-  constexpr const char* op = "attention_naive";
+// o and lse of one attention call named `op` in errors: the fused kernel where `fused` and it runs on
+// q's device and dtype (its errors name unsupported head dims), else the naive one.
+std::pair<Array, Array> attention_with_lse(const char* op, bool fused, nb::handle q_arg, nb::handle k_arg,
+                                           nb::handle v_arg, bool causal, std::optional<double> softmax_scale,
+                                           std::pair<std::int64_t, std::int64_t> window, double softcap,
+                                           OptStream stream) {
   const Array q = array_arg(q_arg, op, "q"), k = array_arg(k_arg, op, "k"), v = array_arg(v_arg, op, "v");
   const Tensor& qt = q.tensor;
-  const Array o = empty_like(q, qt.shape(), qt.dtype(), op, "q.dtype");
-  const Array lse = empty_like(q, {extent(qt, 0), extent(qt, 2), extent(qt, 1)}, attention_lse_dtype(qt.dtype()),
-                               op, "lse");
+  Array o = empty_like(q, qt.shape(), qt.dtype(), op, "q.dtype");
+  Array lse = empty_like(q, {extent(qt, 0), extent(qt, 2), extent(qt, 1)}, attention_lse_dtype(qt.dtype()), op,
+                         "lse");
   const AttentionParams params = params_of(q, causal, softmax_scale, window, softcap);
-  run_op(q, stream,
-         [&](Stream s) { attention_naive_forward(qt, k.tensor, v.tensor, o.tensor, lse.tensor, params, s); });
-  return nb::make_tuple(o.object, lse.object);
-}
-
-// The fused kernel for bf16/f16 on CUDA (its errors name unsupported head dims), the naive one
-// otherwise (f32/f64).
-nb::object attention(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
-                     std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window, double softcap,
-                     bool return_lse, OptStream stream) {
-  constexpr const char* op = "attention";
-  const Array q = array_arg(q_arg, op, "q"), k = array_arg(k_arg, op, "k"), v = array_arg(v_arg, op, "v");
-  const Tensor& qt = q.tensor;
-  const Array o = empty_like(q, qt.shape(), qt.dtype(), op, "q.dtype");
-  const Array lse = empty_like(q, {extent(qt, 0), extent(qt, 2), extent(qt, 1)}, attention_lse_dtype(qt.dtype()),
-                               op, "lse");
-  const AttentionParams params = params_of(q, causal, softmax_scale, window, softcap);
-  const bool flash = flash_attention_supported(qt.device(), qt.dtype());
+  const bool flash = fused && flash_attention_supported(qt.device(), qt.dtype());
   run_op(q, stream, [&](Stream s) {
     if (flash)
       flash_attention_forward(qt, k.tensor, v.tensor, o.tensor, lse.tensor, params, s);
     else
       attention_naive_forward(qt, k.tensor, v.tensor, o.tensor, lse.tensor, params, s);
   });
+  return {std::move(o), std::move(lse)};
+}
+
+nb::tuple attention_naive(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
+                          std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window,
+                          double softcap, OptStream stream) {
+  const auto [o, lse] =
+      attention_with_lse("attention_naive", false, q_arg, k_arg, v_arg, causal, softmax_scale, window, softcap, stream);
+  return nb::make_tuple(o.object, lse.object);
+}
+
+// The fused kernel for bf16/f16 on CUDA, the naive one otherwise (f32/f64).
+nb::object attention(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
+                     std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window, double softcap,
+                     bool return_lse, OptStream stream) {
+  const auto [o, lse] =
+      attention_with_lse("attention", true, q_arg, k_arg, v_arg, causal, softmax_scale, window, softcap, stream);
   if (return_lse) return nb::make_tuple(o.object, lse.object);
   return o.object;
 }
