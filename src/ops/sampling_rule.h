@@ -12,7 +12,8 @@
 // and the sampled index. Against the real-valued rule (src/ref/sampling.h) a weight differs by at
 // most 1e-15 relative plus 2^-1 absolute (the row max has weight 2^S), so a sum differs by at most
 // 1e-15 + vocab^2 * 2^-64 of the row total: below 4e-9 for vocabularies up to 2^18.
-// Files that evaluate the rule on the host are compiled with -ffp-contract=off (src/CMakeLists.txt).
+// The CPU path (src/cpu/sampling.cpp) is compiled with -ffp-contract=off (src/CMakeLists.txt); a host file
+// built without it may fuse a multiply and an add, and then only approximates these weights.
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -77,7 +78,7 @@ IGNIS_HD int weight_bits(std::int64_t vocab) {
 }
 
 // IEEE double operations rounded once each: on CUDA the intrinsics keep nvcc from fusing a multiply
-// and an add; the host files are compiled without contraction.
+// and an add; on the host, src/cpu/sampling.cpp is compiled without contraction.
 IGNIS_HD double mul_rn(double a, double b) {
 #if defined(__CUDA_ARCH__)
   return __dmul_rn(a, b);
