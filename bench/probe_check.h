@@ -1,5 +1,5 @@
 #pragma once
-// CHECK for the hand-built diagnostics in bench/ (stream_probe.cu, launch_probe.cu): a CUDA call that fails
+// CHECK for the hand-built diagnostics in bench/ (stream_probe.cu, launch_probe.cu, host_cost.cu): a CUDA call that fails
 // prints the call, its error and the line, and exits.
 #include <cuda_runtime.h>
 

@@ -19,6 +19,11 @@ namespace ignis {
 using Shape = std::vector<std::int64_t>;
 
 std::string shape_str(const Shape& shape);
+// A shape streamed as shape_str writes it, when the stream is written (for check_arg's parts).
+struct ShapeText {
+  const Shape& shape;
+};
+std::ostream& operator<<(std::ostream& out, ShapeText text);
 // Row-major strides for `shape`, in elements.
 Shape contiguous_strides(const Shape& shape);
 

@@ -4,13 +4,13 @@
 
 namespace ignis {
 
-std::string shape_str(const Shape& shape) {
-  std::ostringstream out;
+std::ostream& operator<<(std::ostream& out, ShapeText text) {
   out << '[';
-  for (std::size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << ']';
-  return out.str();
+  for (std::size_t i = 0; i < text.shape.size(); ++i) out << (i ? ", " : "") << text.shape[i];
+  return out << ']';
 }
+
+std::string shape_str(const Shape& shape) { return detail::concat(ShapeText{shape}); }
 
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
@@ -24,7 +24,7 @@ Shape contiguous_strides(const Shape& shape) {
 
 static void check_shape_valid(const Shape& shape, const char* where) {
   for (std::int64_t extent : shape)
-    check_arg(extent >= 0, where, "shape", "non-negative extents", shape_str(shape));
+    check_arg(extent >= 0, where, "shape", "non-negative extents", ShapeText{shape});
 }
 
 Tensor Tensor::view(void* data, DType dtype, Device device, Shape shape, Shape strides) {
@@ -54,7 +54,7 @@ Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
 
 static int normalize_dim(int d, int rank, const char* where) {
   const int normalized = d < 0 ? d + rank : d;
-  check_arg(normalized >= 0 && normalized < rank, where, "dim", detail::concat("in [", -rank, ", ", rank, ")"), d);
+  check_arg(normalized >= 0 && normalized < rank, where, "dim", detail::lazy_concat("in [", -rank, ", ", rank, ")"), d);
   return normalized;
 }
 
@@ -95,24 +95,26 @@ Tensor Tensor::reshape(Shape shape) const {
 }
 
 void check_dtype(const Tensor& t, DType expected, const char* where, const char* name) {
-  check_arg(t.dtype() == expected, where, detail::concat(name, ".dtype"), expected, t.dtype());
+  check_arg(t.dtype() == expected, where, detail::lazy_concat(name, ".dtype"), expected, t.dtype());
 }
 
 void check_device(const Tensor& t, Device expected, const char* where, const char* name) {
-  check_arg(t.device() == expected, where, detail::concat(name, ".device"), expected, t.device());
+  check_arg(t.device() == expected, where, detail::lazy_concat(name, ".device"), expected, t.device());
 }
 
 void check_shape(const Tensor& t, const Shape& expected, const char* where, const char* name) {
-  check_arg(t.shape() == expected, where, detail::concat(name, ".shape"), shape_str(expected), shape_str(t.shape()));
+  check_arg(t.shape() == expected, where, detail::lazy_concat(name, ".shape"), ShapeText{expected},
+            ShapeText{t.shape()});
 }
 
 void check_dim(const Tensor& t, int expected, const char* where, const char* name) {
-  check_arg(t.dim() == expected, where, detail::concat(name, ".dim"), expected, t.dim());
+  check_arg(t.dim() == expected, where, detail::lazy_concat(name, ".dim"), expected, t.dim());
 }
 
 void check_contiguous(const Tensor& t, const char* where, const char* name) {
-  check_arg(t.is_contiguous(), where, detail::concat(name, ".strides"),
-            detail::concat("contiguous ", shape_str(contiguous_strides(t.shape()))), shape_str(t.strides()));
+  if (!t.is_contiguous())
+    fail_expected(where, detail::lazy_concat(name, ".strides"),
+                  detail::lazy_concat("contiguous ", ShapeText{contiguous_strides(t.shape())}), ShapeText{t.strides()});
 }
 
 }  // namespace ignis

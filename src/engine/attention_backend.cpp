@@ -22,12 +22,12 @@ void check_attention_batch(const AttentionBatch& a, const char* where) {
        {std::pair{&a.q, "q"}, {&a.k_cache, "k_cache"}, {&a.v_cache, "v_cache"}, {&a.out, "out"}})
     check_contiguous(*t, where, name);
   check_arg(heads_kv > 0 && heads_q % heads_kv == 0, where, "heads_kv",
-            "a divisor of heads_q " + std::to_string(heads_q), heads_kv);
+            detail::lazy_concat("a divisor of heads_q ", heads_q), heads_kv);
   check_arg(a.kv_lengths.size() == static_cast<std::size_t>(batch), where, "kv_lengths.size", batch,
             a.kv_lengths.size());
   for (std::int64_t len : a.kv_lengths)
     check_arg(len >= n_new && len <= max_seq, where, "kv_lengths",
-              "values in [n_new = " + std::to_string(n_new) + ", max_seq = " + std::to_string(max_seq) + "]", len);
+              detail::lazy_concat("values in [n_new = ", n_new, ", max_seq = ", max_seq, "]"), len);
   if (a.device_kv_lengths) {
     check_shape(*a.device_kv_lengths, {batch}, where, "device_kv_lengths");
     check_dtype(*a.device_kv_lengths, DType::i32, where, "device_kv_lengths");

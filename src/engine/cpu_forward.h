@@ -36,7 +36,7 @@ inline void check_device_format(const ModelOptions& options, const char* model) 
   if (options.device.is_cpu()) return;
   const WeightFormat f = options.weights.format;
   check_arg(f == WeightFormat::f32 || f == WeightFormat::bf16, model, "weights.format",
-            "f32 or bf16 on " + options.device.str(), weight_format_name(f));
+            detail::lazy_concat("f32 or bf16 on ", options.device), weight_format_name(f));
 }
 
 // The checks every forward(tokens, cache) starts with: some tokens, each in [0, vocab), and a

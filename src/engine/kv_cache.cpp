@@ -31,7 +31,7 @@ Tensor KvCache::device_length(std::int64_t layer) const {
   check_arg(device_lengths_.data() != nullptr, "KvCache::device_length", "device",
             "a CUDA cache", device());
   check_arg(layer >= 0 && layer < n_layers(), "KvCache::device_length", "layer",
-            "in [0, " + std::to_string(n_layers()) + ")", layer);
+            detail::lazy_concat("in [0, ", n_layers(), ")"), layer);
   return Tensor::view(device_lengths_.data_as<std::int32_t>() + layer, DType::i32, device(), {1});
 }
 
@@ -56,7 +56,7 @@ void KvCache::advance(std::int64_t n) {
 }
 
 void KvCache::truncate(std::int64_t n) {
-  check_arg(n >= 0 && n <= length_, "KvCache::truncate", "n", "a length in [0, " + std::to_string(length_) + "]", n);
+  check_arg(n >= 0 && n <= length_, "KvCache::truncate", "n", detail::lazy_concat("a length in [0, ", length_, "]"), n);
   length_ = n;
   if (device_lengths_.data() != nullptr) {
     const std::vector<std::int32_t> lengths(static_cast<std::size_t>(n_layers()), static_cast<std::int32_t>(n));

@@ -22,7 +22,7 @@ void check_elementwise(std::initializer_list<Named> tensors, const char* where) 
   const Named& first = *tensors.begin();
   check_contiguous(first.t, where, first.name);
   check_arg(activation_supported(first.t.device(), first.t.dtype()), where,
-            detail::concat(first.name, ".dtype on ", first.t.device()),
+            detail::lazy_concat(first.name, ".dtype on ", first.t.device()),
             first.t.device().is_cpu() ? "f32" : "f32, f16 or bf16", first.t.dtype());
   for (const Named& n : tensors) {
     check_shape(n.t, first.t.shape(), where, n.name);

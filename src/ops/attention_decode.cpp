@@ -29,8 +29,8 @@ constexpr const char* kWhere = "attention_decode_forward";
 // t: any shape; only its data pointer is checked.
 void check_aligned(const Tensor& t, const char* name) {
   const auto address = reinterpret_cast<std::uintptr_t>(t.data());
-  check_arg(address % 16 == 0, kWhere, std::string(name) + ".data()", "16-byte aligned",
-            "an address = " + std::to_string(address % 16) + " mod 16");
+  check_arg(address % 16 == 0, kWhere, detail::lazy_concat(name, ".data()"), "16-byte aligned",
+            detail::lazy_concat("an address = ", address % 16, " mod 16"));
 }
 
 }  // namespace
@@ -66,9 +66,9 @@ void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tens
                             std::pair{heads_kv, "k_cache.size(2) (heads_kv)"}})
     check_arg(size > 0, kWhere, name, "> 0", size);
   check_arg(heads_q % heads_kv == 0, kWhere, "q.size(2) (heads_q)",
-            "a multiple of heads_kv (" + std::to_string(heads_kv) + ")", heads_q);
+            detail::lazy_concat("a multiple of heads_kv (", heads_kv, ")"), heads_q);
   check_arg(attention_decode_head_dim_supported(head_dim), kWhere, "q.size(3) (head_dim)",
-            "a multiple of 8 up to " + std::to_string(kAttentionDecodeMaxHeadDim), head_dim);
+            detail::lazy_concat("a multiple of 8 up to ", kAttentionDecodeMaxHeadDim), head_dim);
   check_arg(batch <= 65535, kWhere, "q.size(0) (batch)", "<= 65535", batch);
   check_attention_tensor(k_cache, q, {batch, max_seqlen, heads_kv, head_dim}, q.dtype(), kWhere, "k_cache");
   check_attention_tensor(v_cache, q, {batch, max_seqlen, heads_kv, head_dim}, q.dtype(), kWhere, "v_cache");
@@ -85,11 +85,11 @@ void attention_decode_forward(const Tensor& q, const Tensor& k_cache, const Tens
     check_dtype(workspace, DType::u8, kWhere, "workspace");
     check_device(workspace, q.device(), kWhere, "workspace");
     check_contiguous(workspace, kWhere, "workspace");
-    check_arg(workspace.numel() >= needed, kWhere, "workspace.numel()", ">= " + std::to_string(needed),
+    check_arg(workspace.numel() >= needed, kWhere, "workspace.numel()", detail::lazy_concat(">= ", needed),
               workspace.numel());
     const auto offset = reinterpret_cast<std::uintptr_t>(workspace.data()) % 256;
     check_arg(offset == 0, kWhere, "workspace", "256-byte aligned",
-              "an address = " + std::to_string(offset) + " mod 256");
+              detail::lazy_concat("an address = ", offset, " mod 256"));
   }
 #if IGNIS_WITH_CUDA
   cuda::attention_decode_forward(q, k_cache, v_cache, seqlens_k.data_as<const int>(), o,

@@ -40,9 +40,9 @@ void check_common(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
                             std::pair{seqlen_k, "k.size(1) (seqlen_k)"}, std::pair{heads_kv, "k.size(2) (heads_kv)"}})
     check_arg(size > 0, kWhere, name, "> 0", size);
   check_arg(heads_q % heads_kv == 0, kWhere, "q.size(2) (heads_q)",
-            "a multiple of heads_kv (" + std::to_string(heads_kv) + ")", heads_q);
+            detail::lazy_concat("a multiple of heads_kv (", heads_kv, ")"), heads_q);
   check_arg(head_dim <= kAttentionNaiveMaxHeadDim, kWhere, "q.size(3) (head_dim)",
-            "<= " + std::to_string(kAttentionNaiveMaxHeadDim), head_dim);
+            detail::lazy_concat("<= ", kAttentionNaiveMaxHeadDim), head_dim);
   check_attention_tensor(k, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), kWhere, "k");
   check_attention_tensor(v, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), kWhere, "v");
   check_attention_tensor(o, q, q.shape(), q.dtype(), kWhere, "o");

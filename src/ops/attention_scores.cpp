@@ -35,7 +35,7 @@ void check_qk(const Tensor& q, const Tensor& k, const char* where) {
   check_dim(k, 4, where, "k");
   check_like(k, q, {q.size(0), k.size(1), k.size(2), q.size(3)}, where, "k");
   check_arg(k.size(2) > 0 && q.size(2) % k.size(2) == 0, where, "k.shape[2] (heads_kv)",
-            detail::concat("a divisor of heads_q = ", q.size(2)), k.size(2));
+            detail::lazy_concat("a divisor of heads_q = ", q.size(2)), k.size(2));
 }
 
 }  // namespace
@@ -45,7 +45,7 @@ void attention_scores(const Tensor& q, const Tensor& k, const Tensor& s, const A
   constexpr const char* where = "attention_scores";
   check_qk(q, k, where);
   check_like(s, q, {q.size(0), q.size(2), q.size(1), k.size(1)}, where, "s");
-  check_arg(attention_scores_supported(q.device(), q.dtype()), where, "dtype on " + q.device().str(),
+  check_arg(attention_scores_supported(q.device(), q.dtype()), where, detail::lazy_concat("dtype on ", q.device()),
             "cuda with f64, f32, f16 or bf16", q.dtype());
 #if IGNIS_WITH_CUDA
   cuda::attention_scores(q, k, s, params, stream);
@@ -58,7 +58,7 @@ void attention_unfused_forward(const Tensor& q, const Tensor& k, const Tensor& v
   check_qk(q, k, where);
   check_like(v, q, k.shape(), where, "v");
   check_like(o, q, q.shape(), where, "o");
-  check_arg(attention_unfused_supported(q.device(), q.dtype()), where, "dtype on " + q.device().str(),
+  check_arg(attention_unfused_supported(q.device(), q.dtype()), where, detail::lazy_concat("dtype on ", q.device()),
             "cuda with f32, f16 or bf16", q.dtype());
 #if IGNIS_WITH_CUDA
   cuda::attention_unfused_forward(q, k, v, o, params, stream);

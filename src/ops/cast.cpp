@@ -47,7 +47,7 @@ void cast(const Tensor& src, const Tensor& dst, Stream stream) {
   check_shape(dst, src.shape(), where, "dst");
   check_device(dst, src.device(), where, "dst");
   check_arg(cast_supported(src.device(), src.dtype(), dst.dtype()), where, "dtypes", "floating (f64, f32, f16, bf16)",
-            detail::concat(src.dtype(), " -> ", dst.dtype()));
+            detail::lazy_concat(src.dtype(), " -> ", dst.dtype()));
   if (src.device().is_cpu()) {
     for (std::int64_t i = 0; i < src.numel(); ++i)
       store_from_double(dst.data(), dst.dtype(), i, load_as_double(src.data(), src.dtype(), i));

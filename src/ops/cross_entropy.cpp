@@ -28,8 +28,8 @@ void check_args(const Tensor& logits, const Tensor& targets, const Tensor& loss,
   check_dim(logits, 2, where, "logits");
   check_contiguous(logits, where, "logits");
   check_arg(cross_entropy_supported(logits.device(), logits.dtype()), where,
-            "logits.dtype on " + logits.device().str(), logits.device().is_cpu() ? "f32" : "f32, f16 or bf16",
-            logits.dtype());
+            detail::lazy_concat("logits.dtype on ", logits.device()),
+            logits.device().is_cpu() ? "f32" : "f32, f16 or bf16", logits.dtype());
   check_arg(logits.size(0) <= 2147483647, where, "logits.shape[0]", "at most 2^31 - 1 rows", logits.size(0));
   const std::int64_t n = logits.size(0);
   const Device device = logits.device();

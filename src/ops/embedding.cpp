@@ -20,9 +20,9 @@ constexpr std::int64_t kMaxIndex = 2147483647;
 void check_table(const Tensor& t, const char* where, const char* name) {
   check_dim(t, 2, where, name);
   check_contiguous(t, where, name);
-  check_arg(embedding_supported(t.device(), t.dtype()), where, detail::concat(name, ".dtype on ", t.device().str()),
+  check_arg(embedding_supported(t.device(), t.dtype()), where, detail::lazy_concat(name, ".dtype on ", t.device()),
             t.device().is_cpu() ? "f32" : "f32, f16 or bf16", t.dtype());
-  check_arg(t.size(0) <= kMaxIndex, where, detail::concat(name, ".shape[0]"), "at most 2^31 - 1", t.size(0));
+  check_arg(t.size(0) <= kMaxIndex, where, detail::lazy_concat(name, ".shape[0]"), "at most 2^31 - 1", t.size(0));
 }
 
 // ids: [n], on like's device.

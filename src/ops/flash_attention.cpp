@@ -31,7 +31,7 @@ constexpr std::int64_t kMaxGridYZ = 65535;
 // t: any shape; only its data pointer is checked.
 void check_aligned(const Tensor& t, const char* name) {
   const auto address = reinterpret_cast<std::uintptr_t>(t.data());
-  check_arg(address % 16 == 0, kWhere, std::string(name) + ".data", "16-byte aligned", address % 16);
+  check_arg(address % 16 == 0, kWhere, detail::lazy_concat(name, ".data"), "16-byte aligned", address % 16);
 }
 
 // Checks what both entry points share; k stands for k_cache in the cached one.
@@ -53,7 +53,7 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
   check_arg(seqlen_q <= kMaxSeqlen, kWhere, "q.size(1) (seqlen_q)", "<= 2^28", seqlen_q);
   check_arg(seqlen_k <= kMaxSeqlen, kWhere, "k.size(1) (seqlen_k)", "<= 2^28", seqlen_k);
   check_arg(heads_q % heads_kv == 0, kWhere, "q.size(2) (heads_q)",
-            "a multiple of heads_kv (" + std::to_string(heads_kv) + ")", heads_q);
+            detail::lazy_concat("a multiple of heads_kv (", heads_kv, ")"), heads_q);
   check_arg(flash_attention_head_dim_supported(head_dim), kWhere, "q.size(3) (head_dim)", "64 or 128", head_dim);
   check_attention_tensor(k, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), kWhere, "k");
   check_attention_tensor(v, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), kWhere, "v");

@@ -33,7 +33,7 @@ void check_input(const Tensor& x, const char* where) {
   check_arg(x.size(1) >= 1 && x.size(1) <= std::numeric_limits<std::int32_t>::max(), where, "x.size(1) (in)",
             "in [1, 2^31)", x.size(1));
 #if IGNIS_WITH_CUDA
-  check_arg(x.size(0) <= cuda::kMaxMatvecRows, where, "x.size(0) (n)", detail::concat("<= ", cuda::kMaxMatvecRows),
+  check_arg(x.size(0) <= cuda::kMaxMatvecRows, where, "x.size(0) (n)", detail::lazy_concat("<= ", cuda::kMaxMatvecRows),
             x.size(0));
 #endif
 }
@@ -41,10 +41,10 @@ void check_input(const Tensor& x, const char* where) {
 // w: [out, in] of a supported weight dtype on x's device.
 void check_weight(const Tensor& w, const Tensor& x, const char* where, const char* name) {
   check_matrix(w, x.device(), where, name);
-  check_arg(fused_linear_supported(w.device(), w.dtype()), where, detail::concat(name, ".dtype"), "bf16 or f32",
+  check_arg(fused_linear_supported(w.device(), w.dtype()), where, detail::lazy_concat(name, ".dtype"), "bf16 or f32",
             w.dtype());
   check_shape(w, {w.size(0), x.size(1)}, where, name);
-  check_arg(w.size(0) <= std::numeric_limits<std::int32_t>::max(), where, detail::concat(name, ".size(0)"),
+  check_arg(w.size(0) <= std::numeric_limits<std::int32_t>::max(), where, detail::lazy_concat(name, ".size(0)"),
             "< 2^31", w.size(0));
 }
 

@@ -30,7 +30,7 @@ Dims check_operands(const Tensor& a, const Tensor& b, const Tensor& c, bool tran
     check_dtype(*t, a.dtype(), where, name);
     check_device(*t, a.device(), where, name);
   }
-  check_arg(gemm_supported(a.device(), a.dtype()), where, "dtype on " + a.device().str(),
+  check_arg(gemm_supported(a.device(), a.dtype()), where, detail::lazy_concat("dtype on ", a.device()),
             a.device().is_cpu() ? "f32" : "f64, f32, f16 or bf16", a.dtype());
   const Dims d{batched ? a.size(0) : 1, a.size(-2), trans_b ? b.size(-2) : b.size(-1), a.size(-1)};
   auto shape = [&](std::int64_t rows, std::int64_t cols) {

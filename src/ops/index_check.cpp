@@ -9,7 +9,7 @@
 namespace ignis::ops {
 
 void check_index_tensor(const Tensor& indices, const char* where, const char* name) {
-  check_arg(indices.dtype() == DType::i32 || indices.dtype() == DType::i64, where, detail::concat(name, ".dtype"),
+  check_arg(indices.dtype() == DType::i32 || indices.dtype() == DType::i64, where, detail::lazy_concat(name, ".dtype"),
             "i32 or i64", indices.dtype());
   check_dim(indices, 1, where, name);
   check_contiguous(indices, where, name);

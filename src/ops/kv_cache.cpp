@@ -25,8 +25,8 @@ void kv_cache_append(const Tensor& k_cache, const Tensor& v_cache, const Tensor&
     check_dtype(*t, k_cache.dtype(), where, name);
     check_device(*t, k_cache.device(), where, name);
   }
-  check_arg(kv_cache_supported(k_cache.device(), k_cache.dtype()), where, "dtype on " + k_cache.device().str(),
-            "f64, f32, f16 or bf16", k_cache.dtype());
+  check_arg(kv_cache_supported(k_cache.device(), k_cache.dtype()), where,
+            detail::lazy_concat("dtype on ", k_cache.device()), "f64, f32, f16 or bf16", k_cache.dtype());
   const std::int64_t batch = k_cache.size(0), max_seqlen = k_cache.size(1), new_tokens = k_new.size(1);
   check_shape(v_cache, k_cache.shape(), where, "v_cache");
   check_shape(k_new, {batch, new_tokens, k_cache.size(2), k_cache.size(3)}, where, "k_new");
@@ -36,8 +36,8 @@ void kv_cache_append(const Tensor& k_cache, const Tensor& v_cache, const Tensor&
   if (k_cache.device().is_cpu()) {
     std::int32_t* dev_lengths = lengths.data_as<std::int32_t>();
     for (std::int64_t b = 0; b < batch; ++b)
-      check_arg(dev_lengths[b] == host_lengths[b], where, detail::concat("lengths[", b, "]"),
-                detail::concat(host_lengths[b], " (host_lengths)"), dev_lengths[b]);
+      check_arg(dev_lengths[b] == host_lengths[b], where, detail::lazy_concat("lengths[", b, "]"),
+                detail::lazy_concat(host_lengths[b], " (host_lengths)"), dev_lengths[b]);
     const std::int64_t row_bytes =
         k_cache.size(2) * k_cache.size(3) * static_cast<std::int64_t>(dtype_size(k_cache.dtype()));
     cpu::kv_cache_append(k_cache.data(), k_new.data(), dev_lengths, batch, max_seqlen, new_tokens, row_bytes);

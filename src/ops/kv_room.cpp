@@ -17,8 +17,8 @@ void check_kv_room(const char* where, const Tensor& lengths, std::span<const std
   for (std::int64_t b = 0; b < batch; ++b) {
     const std::int64_t len = host_lengths[b];
     check_arg(len >= 0 && len + new_tokens <= max_seqlen, where,
-              detail::concat("context length exceeded: sequence ", b, " length + new_tokens"),
-              detail::concat("<= max_seqlen ", max_seqlen), detail::concat(len, " + ", new_tokens));
+              detail::lazy_concat("context length exceeded: sequence ", b, " length + new_tokens"),
+              detail::lazy_concat("<= max_seqlen ", max_seqlen), detail::lazy_concat(len, " + ", new_tokens));
   }
 }
 

@@ -29,7 +29,7 @@ void check_like(const Tensor& t, const Tensor& x, const Shape& shape, const char
 std::int64_t check_input(const Tensor& x, float eps, const char* where) {
   check_dim(x, 2, where, "x");
   check_contiguous(x, where, "x");
-  check_arg(norm_supported(x.device(), x.dtype()), where, "x.dtype on " + x.device().str(),
+  check_arg(norm_supported(x.device(), x.dtype()), where, detail::lazy_concat("x.dtype on ", x.device()),
             x.device().is_cpu() ? "f32" : "f32, f16 or bf16", x.dtype());
   check_arg(x.size(1) >= 1, where, "x.shape[1]", ">= 1", x.size(1));
   check_arg(eps >= 0.0f && std::isfinite(eps), where, "eps", "finite and >= 0", eps);

@@ -22,7 +22,7 @@ void position_embedding_add(const Tensor& x, const Tensor& table, std::int64_t p
   constexpr const char* where = "position_embedding_add";
   check_dim(x, 3, where, "x");
   check_contiguous(x, where, "x");
-  check_arg(position_embedding_supported(x.device(), x.dtype()), where, "x.dtype on " + x.device().str(),
+  check_arg(position_embedding_supported(x.device(), x.dtype()), where, detail::lazy_concat("x.dtype on ", x.device()),
             x.device().is_cpu() ? "f32" : "f32, f16 or bf16", x.dtype());
   check_dim(table, 2, where, "table");
   check_arg(table.size(1) == x.size(2), where, "table.shape[1]", x.size(2), table.size(1));
@@ -38,7 +38,7 @@ void position_embedding_add(const Tensor& x, const Tensor& table, std::int64_t p
     check_contiguous(*batch_offsets, where, "batch_offsets");
   } else {
     check_arg(position_offset + seqlen <= positions, where, "position_offset + seqlen",
-              "<= table.shape[0] " + std::to_string(positions), position_offset + seqlen);
+              detail::lazy_concat("<= table.shape[0] ", positions), position_offset + seqlen);
   }
   if (x.numel() == 0) return;
 
@@ -47,8 +47,9 @@ void position_embedding_add(const Tensor& x, const Tensor& table, std::int64_t p
     for (std::int64_t b = 0; b < batch && batch_offsets; ++b) {
       std::int64_t& start = starts[static_cast<std::size_t>(b)];
       start += batch_offsets->data_as<const std::int32_t>()[b];
-      check_arg(start >= 0 && start + seqlen <= positions, where, detail::concat("positions of sequence ", b),
-                detail::concat("inside [0, ", positions, ")"), detail::concat("[", start, ", ", start + seqlen, ")"));
+      check_arg(start >= 0 && start + seqlen <= positions, where, detail::lazy_concat("positions of sequence ", b),
+                detail::lazy_concat("inside [0, ", positions, ")"),
+                detail::lazy_concat("[", start, ", ", start + seqlen, ")"));
     }
     cpu::position_embedding_add_f32(x.data_as<float>(), table.data_as<const float>(), starts.data(), batch, seqlen,
                                     dim);

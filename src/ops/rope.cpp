@@ -20,7 +20,7 @@ void validate(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const Ro
               const char* x_name, const char* y_name) {
   check_dim(x, 4, where, x_name);
   check_contiguous(x, where, x_name);
-  check_arg(rope_supported(x.device(), x.dtype()), where, detail::concat(x_name, ".dtype on ", x.device().str()),
+  check_arg(rope_supported(x.device(), x.dtype()), where, detail::lazy_concat(x_name, ".dtype on ", x.device()),
             x.device().is_cpu() ? "f32" : "f32, f16 or bf16", x.dtype());
   check_shape(y, x.shape(), where, y_name);
   check_dtype(y, x.dtype(), where, y_name);
@@ -29,7 +29,7 @@ void validate(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const Ro
 
   const std::int64_t head_dim = x.size(3);
   check_arg(args.rotary_dim > 0 && args.rotary_dim % 2 == 0 && args.rotary_dim <= head_dim, where,
-            "args.rotary_dim", detail::concat("even, in (0, head_dim = ", head_dim, "]"), args.rotary_dim);
+            "args.rotary_dim", detail::lazy_concat("even, in (0, head_dim = ", head_dim, "]"), args.rotary_dim);
   check_arg(args.position_offset >= 0, where, "args.position_offset", ">= 0", args.position_offset);
   check_shape(inv_freq, {args.rotary_dim / 2}, where, "inv_freq");
   check_dtype(inv_freq, DType::f32, where, "inv_freq");

@@ -22,7 +22,7 @@ void rope_qkv_append(const Tensor& qkv, const Tensor& inv_freq, const RopeAppend
   check_dim(q_out, 3, where, "q_out");
   check_dim(qkv, 2, where, "qkv");
   const Device device = k_cache.device();
-  check_arg(rope_qkv_append_supported(device, k_cache.dtype()), where, "k_cache.dtype on " + device.str(),
+  check_arg(rope_qkv_append_supported(device, k_cache.dtype()), where, detail::lazy_concat("k_cache.dtype on ", device),
             "f32, f16 or bf16 on CUDA", k_cache.dtype());
   for (const auto& [t, name] : {std::pair{&k_cache, "k_cache"}, std::pair{&v_cache, "v_cache"},
                                 std::pair{&q_out, "q_out"}, std::pair{&qkv, "qkv"}, std::pair{&inv_freq, "inv_freq"}}) {
@@ -40,7 +40,7 @@ void rope_qkv_append(const Tensor& qkv, const Tensor& inv_freq, const RopeAppend
   check_shape(q_out, {n, heads_q, head_dim}, where, "q_out");
   check_shape(qkv, {n, (heads_q + 2 * heads_kv) * head_dim}, where, "qkv");
   check_arg(args.rotary_dim > 0 && args.rotary_dim % 2 == 0 && args.rotary_dim <= head_dim, where,
-            "args.rotary_dim", detail::concat("even, in (0, head_dim = ", head_dim, "]"), args.rotary_dim);
+            "args.rotary_dim", detail::lazy_concat("even, in (0, head_dim = ", head_dim, "]"), args.rotary_dim);
   check_shape(inv_freq, {args.rotary_dim / 2}, where, "inv_freq");
   // The kernel indexes a token's units and a cache's elements with 32-bit ints where it can.
   check_arg(n * (heads_q + 2 * heads_kv) * head_dim < (std::int64_t{1} << 31), where, "qkv.numel()", "< 2^31",

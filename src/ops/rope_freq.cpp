@@ -26,12 +26,12 @@ void validate(std::int64_t rotary_dim, double theta, const RopeScaling& s) {
   if (s.kind == RopeScalingKind::llama3) {
     check_arg(s.low_freq_factor > 0.0, kWhere, "scaling.low_freq_factor", "> 0", s.low_freq_factor);
     check_arg(s.high_freq_factor > s.low_freq_factor, kWhere, "scaling.high_freq_factor",
-              detail::concat("> low_freq_factor (", s.low_freq_factor, ")"), s.high_freq_factor);
+              detail::lazy_concat("> low_freq_factor (", s.low_freq_factor, ")"), s.high_freq_factor);
   }
   if (s.kind == RopeScalingKind::yarn) {
     check_arg(theta > 1.0, kWhere, "theta (yarn)", "> 1", theta);
     check_arg(s.beta_fast > s.beta_slow && s.beta_slow > 0.0, kWhere, "scaling.beta_fast, beta_slow",
-              "beta_fast > beta_slow > 0", detail::concat(s.beta_fast, ", ", s.beta_slow));
+              "beta_fast > beta_slow > 0", detail::lazy_concat(s.beta_fast, ", ", s.beta_slow));
   }
 }
 

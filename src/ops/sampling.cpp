@@ -22,7 +22,8 @@ bool sampling_supported(Device device, DType dtype) {
 static void check_logits(const Tensor& logits, const char* where) {
   check_dim(logits, 2, where, "logits");
   check_contiguous(logits, where, "logits");
-  check_arg(sampling_supported(logits.device(), logits.dtype()), where, "logits.dtype on " + logits.device().str(),
+  check_arg(sampling_supported(logits.device(), logits.dtype()), where,
+            detail::lazy_concat("logits.dtype on ", logits.device()),
             logits.device().is_cpu() ? "f32" : "f32, f16 or bf16", logits.dtype());
   check_arg(logits.size(1) <= (std::int64_t{1} << 30), where, "vocab", "<= 2^30 (ids are i32)",
             logits.size(1));

@@ -25,7 +25,7 @@ static void check_rows(const Tensor& t, const Tensor& like, const char* where, c
 
 // t: [rows, cols].
 static void check_supported(const Tensor& t, const char* where, const char* name) {
-  check_arg(softmax_supported(t.device(), t.dtype()), where, detail::concat(name, ".dtype on ", t.device()),
+  check_arg(softmax_supported(t.device(), t.dtype()), where, detail::lazy_concat(name, ".dtype on ", t.device()),
             t.device().is_cpu() ? "f32" : "f32, f16 or bf16", t.dtype());
 }
 

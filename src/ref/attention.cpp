@@ -28,7 +28,8 @@ struct Index {
 
 // x: [expected], any shape flattened.
 void check_size(std::span<const double> x, std::int64_t expected, const char* where, const char* name) {
-  check_arg(static_cast<std::int64_t>(x.size()) == expected, where, std::string(name) + ".size()", expected, x.size());
+  check_arg(static_cast<std::int64_t>(x.size()) == expected, where, detail::lazy_concat(name, ".size()"), expected,
+            x.size());
 }
 
 // q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim].
@@ -64,7 +65,7 @@ void validate_attention(const AttentionParams& p, const char* where) {
   check_arg(p.seqlen_k > 0, where, "seqlen_k", "> 0", p.seqlen_k);
   check_arg(p.head_dim > 0, where, "head_dim", "> 0", p.head_dim);
   check_arg(p.heads_q % p.heads_kv == 0, where, "heads_q",
-            "a multiple of heads_kv (" + std::to_string(p.heads_kv) + ")", p.heads_q);
+            detail::lazy_concat("a multiple of heads_kv (", p.heads_kv, ")"), p.heads_q);
   check_arg(p.window_left >= -1, where, "window_left", ">= -1", p.window_left);
   check_arg(p.window_right >= -1, where, "window_right", ">= -1", p.window_right);
   check_arg(p.softcap >= 0.0 && std::isfinite(p.softcap), where, "softcap", "finite and >= 0", p.softcap);

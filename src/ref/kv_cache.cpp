@@ -9,8 +9,9 @@ KvCacheState kv_cache_append(std::span<const double> k_cache, std::span<const do
                              std::span<const double> v_new, const KvCacheDims& dims, std::int64_t new_tokens) {
   for (std::int64_t b = 0; b < dims.batch; ++b)
     check_arg(lengths[b] >= 0 && lengths[b] + new_tokens <= dims.max_seqlen, "ref::kv_cache_append",
-              detail::concat("context length exceeded: sequence ", b, " length + new_tokens"),
-              detail::concat("<= max_seqlen ", dims.max_seqlen), detail::concat(lengths[b], " + ", new_tokens));
+              detail::lazy_concat("context length exceeded: sequence ", b, " length + new_tokens"),
+              detail::lazy_concat("<= max_seqlen ", dims.max_seqlen),
+              detail::lazy_concat(lengths[b], " + ", new_tokens));
   KvCacheState out{{k_cache.begin(), k_cache.end()}, {v_cache.begin(), v_cache.end()}, {}};
   const std::int64_t row = dims.heads_kv * dims.head_dim;
   for (std::int64_t b = 0; b < dims.batch; ++b) {

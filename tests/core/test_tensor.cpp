@@ -64,6 +64,36 @@ TEST(Tensor, ErrorsNameArgumentExpectedAndActual) {
   EXPECT_ERROR_CONTAINS(t.size(2), "Tensor::size: dim");
 }
 
+// Counts how often it is written to a stream: a part of a message that must stay unformatted while
+// its check passes.
+struct CountedPart {
+  int* writes;
+};
+std::ostream& operator<<(std::ostream& out, const CountedPart& part) {
+  ++*part.writes;
+  return out << "part";
+}
+
+TEST(Tensor, ChecksFormatTheirMessageOnlyWhenTheyFail) {
+  int writes = 0;
+  const CountedPart part{&writes};
+  check_arg(true, "my_op", detail::lazy_concat("x", part), part, detail::lazy_concat(part, 7));
+  EXPECT_EQ(writes, 0) << "a passing check formatted its message";
+  try {
+    check_arg(false, "my_op", detail::lazy_concat("x.", part), part, detail::lazy_concat(part, " of ", 7));
+    FAIL() << "check_arg(false, ...) did not throw";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "my_op: x.part: expected part, got part of 7");
+  }
+  EXPECT_EQ(writes, 3);
+  Tensor t = Tensor::empty({2, 3}, DType::f32);
+  EXPECT_EQ(detail::concat(ShapeText{t.shape()}), shape_str(t.shape()));
+  EXPECT_EQ(shape_str(t.shape()), "[2, 3]");
+  EXPECT_ERROR_CONTAINS(
+      check_contiguous(Tensor::view(t.data(), DType::f32, Device::cpu(), {3, 2}, {1, 3}), "my_op", "x"),
+      "my_op: x.strides: expected contiguous [2, 1], got [1, 3]");
+}
+
 TEST(Device, ParsesAndPrints) {
   EXPECT_EQ(Device::parse("cpu"), Device::cpu());
   EXPECT_EQ(Device::parse("cuda"), Device::cuda(0));

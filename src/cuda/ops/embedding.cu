@@ -111,7 +111,7 @@ void launch_gather(const Tensor& table, const Tensor& ids, const Tensor& out, lo
   const long long words = static_cast<long long>(table.size(1) * dtype_size(table.dtype()) / sizeof(W));
   const long long chunks = std::max<long long>(1, (words + kChunkWords - 1) / kChunkWords);
   check_arg(n * chunks < (1LL << 31), "embedding_forward", "ids.size(0) * row chunks", "< 2^31",
-            detail::concat(n, " * ", chunks));
+            detail::lazy_concat(n, " * ", chunks));
   const auto kernel = table.size(1) * dtype_size(table.dtype()) < kPlainRowBytes ? gather_rows_kernel<W, Id, true>
                                                                                 : gather_rows_kernel<W, Id, false>;
   if (fast_memory_card())

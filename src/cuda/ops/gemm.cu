@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const GemmProblem p) {
 template <class T>
 void launch(const GemmProblem& p, Stream stream) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
-  check_arg(p.m <= 65535LL * kTileM, "cuda::gemm", "m", detail::concat("<= ", 65535LL * kTileM), p.m);
+  check_arg(p.m <= 65535LL * kTileM, "cuda::gemm", "m", detail::lazy_concat("<= ", 65535LL * kTileM), p.m);
   const dim3 grid(ceil_div(p.n, kTileN), ceil_div(p.m, kTileM),
                   static_cast<unsigned>(p.batch < 65535 ? p.batch : 65535));
   if (p.trans_b)

@@ -178,7 +178,7 @@ void launch(const Tensor& x, const Tensor& inv_freq, const Tensor& y, const Rope
   g.units = g.rot_units + (in_place ? 0 : (g.head_dim - g.rotary_dim) / V);
   const long long work = tokens * g.units;
   check_arg(work < (1LL << 31) && heads < 65536, "rope", "tokens * units, heads", "< 2^31, < 65536",
-            detail::concat(work, ", ", heads));
+            detail::lazy_concat(work, ", ", heads));
   g.tokens = static_cast<int>(tokens);
   g.position_offset = args.position_offset;
   g.attention_factor = args.attention_factor;

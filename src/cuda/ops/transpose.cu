@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass)
 // x: [batch, rows, cols] -> y: [batch, cols, rows].
 template <class U>
 void launch(const Tensor& x, const Tensor& y, long long batch, long long rows, long long cols, Stream stream) {
-  check_arg(rows <= 65535LL * kTile, "cuda::transpose", "rows", detail::concat("<= ", 65535LL * kTile), rows);
+  check_arg(rows <= 65535LL * kTile, "cuda::transpose", "rows", detail::lazy_concat("<= ", 65535LL * kTile), rows);
   const dim3 grid(ceil_div(cols, kTile), ceil_div(rows, kTile), static_cast<unsigned>(batch < 65535 ? batch : 65535));
   const dim3 block(kTile, kRowsPerPass);
   transpose_kernel<U><<<grid, block, 0, to_cuda(stream)>>>(x.data_as<const U>(), y.data_as<U>(), batch, rows, cols);
