@@ -102,6 +102,7 @@ bool try_import(nb::handle object, nb::ndarray<nb::ro>& out) {
 // tensor that requires grad is read through a detached view (these ops read values only). None when torch
 // cannot export the tensor (a sparse layout, say): the caller then names the argument.
 nb::object torch_capsule(nb::handle tensor) {
+  // Looked up once and never released (a static's destructor may run after Python has finalized).
   static nb::handle to_dlpack = nb::getattr(nb::module_::import_("torch.utils.dlpack"), "to_dlpack").release();
   try {
     nb::object plain = nb::borrow(tensor);
