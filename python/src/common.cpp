@@ -95,15 +95,32 @@ bool try_import(nb::handle object, nb::ndarray<nb::ro>& out) {
   return nb::try_cast(object, out, /*convert=*/false);
 }
 
+// A torch tensor's DLPack capsule from torch.utils.dlpack.to_dlpack, a C function (0.6 us a call on the H200
+// machine's host): Tensor.__dlpack__ is Python code that took 5.2-5.4 us an input (PERF_NOTES session 31). The
+// stream handshake __dlpack__ adds is not needed: ignis runs on torch's current stream (stream_arg). A tensor
+// that only records a pending negation (a neg view) is resolved first, as torch's own ops would see it; a
+// tensor that requires grad is read through a detached view (these ops read values only). None when torch
+// cannot export the tensor (a sparse layout, say): the caller then names the argument.
+nb::object torch_capsule(nb::handle tensor) {
+  // Looked up once and never released (a static's destructor may run after Python has finalized).
+  static nb::handle to_dlpack = nb::getattr(nb::module_::import_("torch.utils.dlpack"), "to_dlpack").release();
+  try {
+    nb::object plain = nb::borrow(tensor);
+    if (nb::cast<bool>(plain.attr("is_neg")())) plain = plain.attr("resolve_neg")();
+    if (nb::cast<bool>(plain.attr("requires_grad"))) plain = plain.attr("detach")();
+    return to_dlpack(plain);
+  } catch (const nb::python_error&) {
+    return nb::none();
+  }
+}
+
 }  // namespace
 
 Array array_arg(nb::handle object, const char* op, const char* name) {
   Array a;
   a.object = nb::borrow(object);
   a.is_torch = is_torch_object(object);
-  // torch refuses to export tensors that require grad; these ops read the values only.
-  if (!try_import(object, a.import) &&
-      !(a.is_torch && try_import(object.attr("detach")(), a.import)))
+  if (!try_import(a.is_torch ? torch_capsule(object) : a.object, a.import))
     fail_expected(op, name, "a numpy array or a torch tensor", type_str(object));
 
   const nb::ndarray<nb::ro>& in = a.import;
@@ -188,8 +205,17 @@ std::int64_t extent(const Tensor& t, int d) {
 Stream stream_arg(const Array& like, std::optional<std::uintptr_t> stream) {
   if (stream) return Stream{reinterpret_cast<void*>(*stream)};
   if (like.is_torch && like.tensor.device().is_cuda()) {
-    nb::object cuda = nb::module_::import_("torch.cuda");
-    nb::object current = cuda.attr("current_stream")(like.tensor.device().index);
+    // torch._C._cuda_getCurrentRawStream(device) returns the cudaStream_t as an int, the call Triton's torch
+    // launcher makes; torch.cuda.current_stream(device).cuda_stream, the public way, cost 3.8 us a call on the
+    // H200 machine's host (PERF_NOTES session 31). The public way serves a torch without the private function.
+    static nb::handle raw_stream = [] {
+      nb::object c = nb::module_::import_("torch._C");
+      return nb::hasattr(c, "_cuda_getCurrentRawStream") ? nb::getattr(c, "_cuda_getCurrentRawStream").release()
+                                                          : nb::handle();
+    }();
+    const int device = like.tensor.device().index;
+    if (raw_stream) return Stream{reinterpret_cast<void*>(nb::cast<std::uintptr_t>(raw_stream(device)))};
+    nb::object current = nb::module_::import_("torch.cuda").attr("current_stream")(device);
     return Stream{reinterpret_cast<void*>(nb::cast<std::uintptr_t>(current.attr("cuda_stream")))};
   }
   return Stream{};

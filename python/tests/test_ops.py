@@ -261,6 +261,22 @@ def test_cuda_requires_grad_input(cuda, rng):
     assert_close(to_numpy64(y), ref_softmax(to_numpy64(x)), "f32")
 
 
+def test_cuda_views_that_torch_resolves_lazily(cuda, rng):
+    """A neg view records a pending negation instead of negating the data; the bindings export torch tensors
+    through torch.utils.dlpack.to_dlpack, so they must resolve it first. A conj view (complex, which no op takes)
+    and a sparse tensor, which torch may refuse to export, give an ignis.Error naming the argument."""
+    torch = cuda
+    x = cuda_normal(torch, rng, (3, 100), "f32")
+    negated = torch._neg_view(x)
+    assert negated.is_neg()
+    assert_close(to_numpy64(ignis.softmax(negated)), ref_softmax(-to_numpy64(x)), "f32")
+    z = torch.zeros((2, 4), dtype=torch.complex64, device="cuda").conj()
+    with pytest.raises(ignis.Error, match=r"^softmax: x(\.dtype)?: expected "):
+        ignis.softmax(z)
+    with pytest.raises(ignis.Error, match=r"^softmax: x: expected a numpy array or a torch tensor"):
+        ignis.softmax(torch.zeros((2, 4), device="cuda").to_sparse())
+
+
 def test_cuda_second_device(cuda, rng):
     torch = cuda
     if torch.cuda.device_count() < 2:
