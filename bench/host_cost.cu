@@ -1,6 +1,7 @@
 // Diagnostic, not part of the library: what each op the engine's CUDA prefill calls costs the host,
 // per call, at SmolLM2-135M's shapes. A 1024-token bf16 prefill is ~420 launches whose kernels sum
-// to ~3.3 ms (ncu), yet it takes 5-8 ms, and a 128-token one as long: the host sets the pace. For
+// to ~3.3 ms (ncu); it took 5-8 ms, and a 128-token one as long, until argument checks stopped
+// formatting their messages on success (PERF_NOTES session 31): the host set the pace. For
 // each op: one warm-up call, then `calls` calls back to back, timing the enqueue (host clock, no
 // sync) and the whole (host clock after a sync), per call, at n = 16 tokens (the GPU idles: the
 // enqueue is the host's cost) and n = 1024 (a prompt).
