@@ -13,8 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <string>
-#include <vector>
 
 #include "engine/cuda_linear.h"
 #include "ignis/ops/activation.h"
