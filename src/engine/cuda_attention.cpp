@@ -24,7 +24,7 @@ class CudaAttention final : public AttentionBackend {
         flash_attention_head_dim_supported(batch.q.size(3))) {
       prefill_ = "flash";
       flash_attention_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
-                                      Tensor(), params(batch), stream);
+                                      Tensor(), params(batch), /*num_splits=*/0, stream);
     } else {
       prefill_ = "naive";
       attention_naive_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
