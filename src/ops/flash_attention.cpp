@@ -82,6 +82,20 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
 #endif
 }
 
+std::int64_t flash_attention_auto_splits(const Tensor& q, std::int64_t seqlen_k, const AttentionParams& params) {
+  check_dim(q, 4, kWhere, "q");
+  check_arg(seqlen_k > 0 && seqlen_k <= kMaxSeqlen, kWhere, "seqlen_k", "1 to 2^28", seqlen_k);
+  check_arg(q.device().is_cuda(), kWhere, "q.device", "cuda (there is no CPU implementation)", q.device());
+  check_arg(flash_attention_supported(q.device(), q.dtype()), kWhere, "q.dtype", "bf16 or f16", q.dtype());
+  check_arg(flash_attention_head_dim_supported(q.size(3)), kWhere, "q.size(3) (head_dim)", "64 or 128", q.size(3));
+#if IGNIS_WITH_CUDA
+  return cuda::flash_attention_auto_splits(q, seqlen_k, params.causal);
+#else
+  (void)params;
+  return 1;
+#endif
+}
+
 void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                      const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
                                      const AttentionParams& params, std::int64_t num_splits, Stream stream) {

@@ -313,6 +313,22 @@ TEST_P(FlashAttentionOp, AutomaticSplitsOfASmallGrid) {
   run_case(impl, shaped(1, 1, 1, 1024, 1024, 64, {.causal = true}), 1660, 1);
 }
 
+// What 0 would choose, asked for given lengths: one 64-query tile against 4096 keys is split (to the
+// automatic cap of 16 on any GPU that holds 15 blocks), the same tile against 512 keys (8 key tiles) is not,
+// nor is a grid of 64 tiles x 64 heads.
+TEST_P(FlashAttentionOp, AutomaticSplitsFollowTheKeysAskedFor) {
+  const Impl impl = GetParam();
+  SKIP_UNLESS_FLASH(impl);
+  const AttentionParams causal{.causal = true};
+  const Tensor one_tile = test::make_poisoned({1, 64, 1, 64}, impl.dtype, impl.device);
+  EXPECT_EQ(flash_attention_auto_splits(one_tile, 4096, causal), 16);
+  EXPECT_EQ(flash_attention_auto_splits(one_tile, 512, causal), 1);
+  const Tensor many_tiles = test::make_poisoned({1, 4096, 64, 64}, impl.dtype, impl.device);
+  EXPECT_EQ(flash_attention_auto_splits(many_tiles, 4096, causal), 1);
+  EXPECT_ERROR_CONTAINS(flash_attention_auto_splits(one_tile, 0, causal),
+                        "flash_attention_forward: seqlen_k: expected 1 to 2^28, got 0");
+}
+
 TEST_P(FlashAttentionOp, WithoutLseWritesTheSameOutput) {
   const Impl impl = GetParam();
   SKIP_UNLESS_FLASH(impl);
@@ -523,6 +539,8 @@ TEST(FlashAttentionOp, RejectsTheCpuAndOtherHeadDims) {
   ValidCall hd96(cpu, 96);
   expect_message([&] { flash_attention_forward(hd96.q, hd96.k, hd96.v, hd96.o, hd96.lse, {}); },
                  "flash_attention_forward: q.size(3) (head_dim): expected 64 or 128, got 96");
+  expect_message([&] { flash_attention_auto_splits(t.q, 7, {}); },
+                 "flash_attention_forward: q.device: expected cuda (there is no CPU implementation), got cpu");
 }
 
 INSTANTIATE_TEST_SUITE_P(Impls, FlashAttentionOp, testing::ValuesIn(test::all_impls()), test::impl_param_name);

@@ -8,23 +8,31 @@ namespace ignis::cuda {
 namespace {
 
 TEST(FlashSplitPlan, AGridThatFillsTheGpuIsNotSplit) {
-  EXPECT_EQ(flash_auto_splits(528, 256, 528), 1);
-  EXPECT_EQ(flash_auto_splits(8192, 256, 528), 1);
-  EXPECT_EQ(flash_auto_splits(0, 256, 528), 1);
+  for (bool causal : {false, true}) {
+    EXPECT_EQ(flash_auto_splits(396, 256, 396, causal), 1);
+    EXPECT_EQ(flash_auto_splits(8192, 256, 396, causal), 1);
+    EXPECT_EQ(flash_auto_splits(0, 256, 396, causal), 1);
+  }
 }
 
-TEST(FlashSplitPlan, ASmallGridIsSplitUntilItFillsTheGpu) {
-  // A 1024-token prompt of a 9-head model (16 tiles x 9 heads) on 132 SMs holding 4 blocks each.
-  EXPECT_EQ(flash_auto_splits(144, 16, 528), 4);
-  EXPECT_EQ(flash_auto_splits(264, 64, 528), 2);
-  EXPECT_EQ(flash_auto_splits(263, 64, 528), 3);
+TEST(FlashSplitPlan, ASmallGridTakesTheSplitsOneWaveHolds) {
+  // A 1024-token prompt of a 9-head model (16 tiles x 9 heads) on 132 SMs holding 3 blocks each.
+  EXPECT_EQ(flash_auto_splits(144, 16, 396, true), 3);
+  EXPECT_EQ(flash_auto_splits(144, 16, 396, false), 2);
+  // Half a wave: two splits fill it, a causal mask takes one more.
+  EXPECT_EQ(flash_auto_splits(132, 64, 264, false), 2);
+  EXPECT_EQ(flash_auto_splits(132, 64, 264, true), 3);
+  // More than half a wave: a full mask is not split, a causal one in two.
+  EXPECT_EQ(flash_auto_splits(256, 32, 264, false), 1);
+  EXPECT_EQ(flash_auto_splits(256, 32, 264, true), 2);
 }
 
-TEST(FlashSplitPlan, EveryChunkKeepsTwoKeyTilesAndTheSplitsStayCapped) {
-  EXPECT_EQ(flash_auto_splits(1, 3, 528), 1);  // three key tiles: no two chunks of two
-  EXPECT_EQ(flash_auto_splits(1, 4, 528), 2);
-  EXPECT_EQ(flash_auto_splits(1, 11, 528), 5);
-  EXPECT_EQ(flash_auto_splits(1, 4096, 528), static_cast<int>(kMaxAutoFlashSplits));
+TEST(FlashSplitPlan, ShortWalksAreNotSplitAndChunksKeepFourKeyTiles) {
+  EXPECT_EQ(flash_auto_splits(256, 8, 264, true), 1);  // a merge costs more than 8 tiles save
+  EXPECT_EQ(flash_auto_splits(1, 15, 396, true), 1);
+  EXPECT_EQ(flash_auto_splits(1, 16, 396, true), 4);
+  EXPECT_EQ(flash_auto_splits(1, 47, 396, false), 11);
+  EXPECT_EQ(flash_auto_splits(1, 4096, 396, true), static_cast<int>(kMaxAutoFlashSplits));
   EXPECT_LE(kMaxAutoFlashSplits, kMaxFlashSplits);
 }
 

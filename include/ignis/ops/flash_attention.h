@@ -31,9 +31,14 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
 // seqlens_k: [batch] i32 on q's device: sequence b has seqlens_k[b] keys (its first rows; a length
 // outside [0, max_seqlen] is clamped) and its seqlen_q queries are its last seqlen_q positions.
 // The launch depends on the shapes only, so a captured call replays as the lengths change.
-// num_splits as above; the automatic choice reads max_seqlen, not the lengths.
+// num_splits as above; the automatic choice reads max_seqlen, not the lengths (a caller that knows them
+// passes flash_attention_auto_splits(q, the longest length, params) instead).
 void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                      const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
                                      const AttentionParams& params, std::int64_t num_splits = 0, Stream stream = {});
+
+// The num_splits that 0 would choose for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys
+// under params' mask, on q's device (1 on a build without CUDA).
+std::int64_t flash_attention_auto_splits(const Tensor& q, std::int64_t seqlen_k, const AttentionParams& params);
 
 }  // namespace ignis

@@ -428,7 +428,9 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   constexpr int kSmem = Layout<D>::kSmemBytes;
   const long long tiles = ceil_div(seqlen_q, kBlockM), heads = q.size(2), batch = q.size(0);
   const int resident = resident_blocks<T, D>();  // also sets the shared memory limit
-  args.splits = num_splits > 0 ? num_splits : flash_auto_splits(tiles * heads * batch, ceil_div(seqlen_k, kBlockN), resident);
+  args.splits = num_splits > 0 ? num_splits
+                               : flash_auto_splits(tiles * heads * batch, ceil_div(seqlen_k, kBlockN), resident,
+                                                   params.causal);
   const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads), static_cast<unsigned>(batch));
   if (args.splits == 1) {
     flash_forward_kernel<T, D><<<grid, kThreads, kSmem, to_cuda(stream)>>>(args);
@@ -448,6 +450,17 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
 }
 
 // q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; lse, seqlens_k: as launch's.
+template <class T, int D>
+int auto_splits(const Tensor& q, long long seqlen_k, bool causal) {
+  const long long blocks = static_cast<long long>(ceil_div(q.size(1), kBlockM)) * q.size(2) * q.size(0);
+  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), resident_blocks<T, D>(), causal);
+}
+
+template <class T>
+int auto_splits_dim(const Tensor& q, long long seqlen_k, bool causal) {
+  return q.size(3) == 64 ? auto_splits<T, 64>(q, seqlen_k, causal) : auto_splits<T, 128>(q, seqlen_k, causal);
+}
+
 template <class T>
 void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                 const int* seqlens_k, const AttentionParams& params, int num_splits, Stream stream) {
@@ -459,6 +472,11 @@ void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
 }
 
 }  // namespace
+
+int flash_attention_auto_splits(const Tensor& q, long long seqlen_k, bool causal) {
+  return q.dtype() == DType::bf16 ? auto_splits_dim<__nv_bfloat16>(q, seqlen_k, causal)
+                                  : auto_splits_dim<__half>(q, seqlen_k, causal);
+}
 
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                              const int* seqlens_k, const AttentionParams& params, int num_splits, Stream stream) {

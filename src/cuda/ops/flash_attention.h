@@ -15,4 +15,8 @@ namespace ignis::cuda {
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                              const int* seqlens_k, const AttentionParams& params, int num_splits, Stream stream);
 
+// flash_auto_splits' choice for q against seqlen_k keys on the current device (q: [batch, seqlen_q, heads_q,
+// head_dim], bf16 or f16, head_dim 64 or 128, checked by the dispatcher).
+int flash_attention_auto_splits(const Tensor& q, long long seqlen_k, bool causal);
+
 }  // namespace ignis::cuda
