@@ -16,14 +16,15 @@ inline constexpr long long kMaxFlashSplits = 64;
 inline constexpr long long kMaxAutoFlashSplits = 16;
 
 // Splits for a grid of `blocks` blocks (query tiles x heads x batch) whose tiles see at most `key_tiles`
-// key tiles, on a GPU that holds `resident` of these blocks at once. Measured (H200, session 32 of
-// docs/PERF_NOTES.md): splitting pays only where SMs would idle, and a merge costs more than a walk of
-// fewer than 16 key tiles saves. So: as many splits as one wave holds, floor(resident / blocks), one more
-// under a causal mask (its light tiles end early and leave the heavy ones' chunks the GPU), at least four
-// key tiles a chunk, at most kMaxAutoFlashSplits; 1 where that leaves fewer than two.
+// key tiles, on a GPU that holds `resident` of these blocks at once. Measured (H200 and H100, session 32 of
+// docs/PERF_NOTES.md): splitting pays where SMs would idle, and a merge costs more than a walk of fewer
+// than 16 key tiles saves. So: as many splits as one wave holds, floor(resident / blocks), two more under a
+// causal mask (half its tiles walk less than half the keys and end early, leaving the GPU to the long
+// tiles' chunks), at least four key tiles a chunk, at most kMaxAutoFlashSplits; 1 where that leaves fewer
+// than two.
 inline int flash_auto_splits(long long blocks, long long key_tiles, long long resident, bool causal) {
   if (blocks <= 0 || blocks >= resident || key_tiles < 16) return 1;
-  const long long wave = resident / blocks + (causal ? 1 : 0);
+  const long long wave = resident / blocks + (causal ? 2 : 0);
   const long long splits = std::min({wave, key_tiles / 4, kMaxAutoFlashSplits});
   return splits < 2 ? 1 : static_cast<int>(splits);
 }
