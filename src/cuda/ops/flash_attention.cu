@@ -332,8 +332,10 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
 constexpr int kCombineRows = 8;  // rows a combine block: a warp each
 
 // Merges the splits of each row: o = sum_s w_s o_s / sum_s w_s and lse = m + log(sum_s w_s), with
-// w_s = exp(lse_s - m) and m the largest lse_s; a split with lse -inf saw no key and is skipped (its
-// o was never written), and a row no split saw gives o = 0, lse = -inf. Lane l owns dims [E l, E l + E).
+// w_s = exp(lse_s - m) and m the largest lse_s; a row no split saw gives o = 0, lse = -inf. Lane l owns
+// dims [E l, E l + E). The splits' loads do not wait on each other: o_s is loaded whether or not split s
+// saw a key, and a split that saw none (w_s = 0, its o never written) is dropped by a select, not a
+// product, so whatever its scratch holds cannot turn the sum into NaN.
 // o_part: [splits, rows, D] (rows = batch * seqlen_q * heads_q, o's order); lse_part: [splits, batch,
 // heads_q, seqlen_q]; o: [rows, D]; lse: [batch, heads_q, seqlen_q] or null.
 template <class T, int D>
@@ -350,15 +352,15 @@ __global__ void __launch_bounds__(kCombineRows * 32)
   const long long b = token / seqlen_q, i = token % seqlen_q;
   const long long lse_at = (b * heads_q + h) * seqlen_q + i;
   float top = -INFINITY;
-  for (int s = 0; s < splits; ++s) top = fmaxf(top, lse_part[s * rows + lse_at]);
+  for (int s = lane; s < splits; s += 32) top = fmaxf(top, lse_part[s * rows + lse_at]);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, offset));
   float acc[E] = {};
   float total = 0.0f;
   if (top != -INFINITY) {
+#pragma unroll 4
     for (int s = 0; s < splits; ++s) {
-      const float part_lse = lse_part[s * rows + lse_at];
-      if (part_lse == -INFINITY) continue;
-      const float w = expf(part_lse - top);
-      total += w;
+      const float w = expf(lse_part[s * rows + lse_at] - top);  // 0 for a split that saw no key
       const float* src = o_part + (s * rows + row) * D + lane * E;
       float v[E];
       if constexpr (E == 2) {
@@ -368,8 +370,9 @@ __global__ void __launch_bounds__(kCombineRows * 32)
         const float4 x = *reinterpret_cast<const float4*>(src);
         v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
       }
+      total += w;
 #pragma unroll
-      for (int e = 0; e < E; ++e) acc[e] += w * v[e];
+      for (int e = 0; e < E; ++e) acc[e] += w > 0.0f ? w * v[e] : 0.0f;
     }
   }
   const float inv = total > 0.0f ? 1.0f / total : 0.0f;
