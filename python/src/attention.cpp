@@ -58,8 +58,8 @@ std::pair<Array, Array> attention_with_lse(const char* op, bool fused, nb::handl
 nb::tuple attention_naive(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
                           std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window,
                           double softcap, OptStream stream) {
-  const auto [o, lse] =
-      attention_with_lse("attention_naive", false, q_arg, k_arg, v_arg, causal, softmax_scale, window, softcap, 0, stream);
+  const auto [o, lse] = attention_with_lse("attention_naive", false, q_arg, k_arg, v_arg, causal, softmax_scale, window,
+                                           softcap, /*num_splits=*/0, stream);
   return nb::make_tuple(o.object, lse.object);
 }
 
@@ -68,7 +68,8 @@ nb::object attention(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool 
                      std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window, double softcap,
                      bool return_lse, std::int64_t num_splits, OptStream stream) {
   // Checked here as well, so that the naive kernels' inputs (which do not split) get the same answer.
-  check_arg(num_splits >= 0 && num_splits <= 64, "attention", "num_splits", "0 (automatic) to 64", num_splits);
+  check_arg(num_splits >= 0 && num_splits <= kFlashAttentionMaxSplits, "attention", "num_splits", "0 (automatic) to 64",
+            num_splits);
   const auto [o, lse] = attention_with_lse("attention", true, q_arg, k_arg, v_arg, causal, softmax_scale, window,
                                            softcap, num_splits, stream);
   if (return_lse) return nb::make_tuple(o.object, lse.object);

@@ -12,6 +12,9 @@
 
 namespace ignis {
 
+// The most blocks a query tile's keys may be split over (num_splits below).
+inline constexpr std::int64_t kFlashAttentionMaxSplits = 64;
+
 // CUDA bf16 and f16 (inputs stored in that dtype, accumulated in fp32).
 bool flash_attention_supported(Device device, DType dtype);
 // Head dims with a compiled kernel.
@@ -38,7 +41,7 @@ void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, con
                                      const AttentionParams& params, std::int64_t num_splits = 0, Stream stream = {});
 
 // The num_splits that 0 would choose for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys
-// under params' mask, on q's device (1 on a build without CUDA).
+// under params' mask, on the current CUDA device.
 std::int64_t flash_attention_auto_splits(const Tensor& q, std::int64_t seqlen_k, const AttentionParams& params);
 
 }  // namespace ignis

@@ -310,12 +310,13 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
     if (row >= a.seqlen_q) continue;
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // a row without a visible key has sum 0 and o 0
     const float row_lse = sum > 0.0f ? row_max[r] * kLn2 + logf(sum) : -INFINITY;
-    if (o_part) {  // the combine reads o only where lse is finite
+    if (o_part) {  // the combine drops o where lse is -inf, so such rows need not write it
       float* part = o_part + row * q_stride;
       if (sum > 0.0f) {
 #pragma unroll
         for (int j = 0; j < D / 8; ++j)
-          *reinterpret_cast<float2*>(part + 8 * j + 2 * t) = make_float2(acc_o[j][2 * r] * inv, acc_o[j][2 * r + 1] * inv);
+          *reinterpret_cast<float2*>(part + 8 * j + 2 * t) =
+              make_float2(acc_o[j][2 * r] * inv, acc_o[j][2 * r + 1] * inv);
       }
       if (t == 0) lse_part[row] = row_lse;
       continue;
@@ -396,7 +397,8 @@ int resident_blocks() {
     IGNIS_CUDA_CHECK(
         cudaFuncSetAttribute(flash_forward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     int per_sm = 0;
-    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, flash_forward_kernel<T, D>, kThreads, kSmem));
+    IGNIS_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, flash_forward_kernel<T, D>, kThreads, kSmem));
     return std::max(per_sm, 1) * sm_count();
   });
 }
@@ -434,7 +436,8 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.splits = num_splits > 0 ? num_splits
                                : flash_auto_splits(tiles * heads * batch, ceil_div(seqlen_k, kBlockN), resident,
                                                    params.causal);
-  const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads), static_cast<unsigned>(batch));
+  const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
+                  static_cast<unsigned>(batch));
   if (args.splits == 1) {
     flash_forward_kernel<T, D><<<grid, kThreads, kSmem, to_cuda(stream)>>>(args);
     IGNIS_CHECK_LAUNCH();

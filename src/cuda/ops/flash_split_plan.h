@@ -9,10 +9,12 @@
 // row's n partial results by their log-sum-exps.
 #include <algorithm>
 
+#include "ignis/ops/flash_attention.h"
+
 namespace ignis::cuda {
 
 // The most splits a caller may ask for (num_splits), and the most the automatic choice takes.
-inline constexpr long long kMaxFlashSplits = 64;
+inline constexpr long long kMaxFlashSplits = kFlashAttentionMaxSplits;
 inline constexpr long long kMaxAutoFlashSplits = 16;
 
 // Splits for a grid of `blocks` blocks (query tiles x heads x batch) whose tiles see at most `key_tiles`
