@@ -38,7 +38,7 @@ AttentionParams params_of(const Array& q, bool causal, std::optional<double> sof
 std::pair<Array, Array> attention_with_lse(const char* op, bool fused, nb::handle q_arg, nb::handle k_arg,
                                            nb::handle v_arg, bool causal, std::optional<double> softmax_scale,
                                            std::pair<std::int64_t, std::int64_t> window, double softcap,
-                                           OptStream stream) {
+                                           std::int64_t num_splits, OptStream stream) {
   const Array q = array_arg(q_arg, op, "q"), k = array_arg(k_arg, op, "k"), v = array_arg(v_arg, op, "v");
   const Tensor& qt = q.tensor;
   Array o = empty_like(q, qt.shape(), qt.dtype(), op, "q.dtype");
@@ -48,7 +48,7 @@ std::pair<Array, Array> attention_with_lse(const char* op, bool fused, nb::handl
   const bool flash = fused && flash_attention_supported(qt.device(), qt.dtype());
   run_op(q, stream, [&](Stream s) {
     if (flash)
-      flash_attention_forward(qt, k.tensor, v.tensor, o.tensor, lse.tensor, params, s);
+      flash_attention_forward(qt, k.tensor, v.tensor, o.tensor, lse.tensor, params, num_splits, s);
     else
       attention_naive_forward(qt, k.tensor, v.tensor, o.tensor, lse.tensor, params, s);
   });
@@ -58,17 +58,20 @@ std::pair<Array, Array> attention_with_lse(const char* op, bool fused, nb::handl
 nb::tuple attention_naive(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
                           std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window,
                           double softcap, OptStream stream) {
-  const auto [o, lse] =
-      attention_with_lse("attention_naive", false, q_arg, k_arg, v_arg, causal, softmax_scale, window, softcap, stream);
+  const auto [o, lse] = attention_with_lse("attention_naive", false, q_arg, k_arg, v_arg, causal, softmax_scale, window,
+                                           softcap, /*num_splits=*/0, stream);
   return nb::make_tuple(o.object, lse.object);
 }
 
 // The fused kernel for bf16/f16 on CUDA, the naive one otherwise (f32/f64).
 nb::object attention(nb::handle q_arg, nb::handle k_arg, nb::handle v_arg, bool causal,
                      std::optional<double> softmax_scale, std::pair<std::int64_t, std::int64_t> window, double softcap,
-                     bool return_lse, OptStream stream) {
-  const auto [o, lse] =
-      attention_with_lse("attention", true, q_arg, k_arg, v_arg, causal, softmax_scale, window, softcap, stream);
+                     bool return_lse, std::int64_t num_splits, OptStream stream) {
+  // Checked here as well, so that the naive kernels' inputs (which do not split) get the same answer.
+  check_arg(num_splits >= 0 && num_splits <= kFlashAttentionMaxSplits, "attention", "num_splits", "0 (automatic) to 64",
+            num_splits);
+  const auto [o, lse] = attention_with_lse("attention", true, q_arg, k_arg, v_arg, causal, softmax_scale, window,
+                                           softcap, num_splits, stream);
   if (return_lse) return nb::make_tuple(o.object, lse.object);
   return o.object;
 }
@@ -100,9 +103,12 @@ nb::object scores(nb::handle q_arg, nb::handle k_arg, bool causal, std::optional
 void bind_attention(nb::module_& m) {
   m.def("attention", &attention, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("causal") = false,
         nb::arg("softmax_scale") = nb::none(), nb::arg("window") = std::pair<std::int64_t, std::int64_t>{-1, -1},
-        nb::arg("softcap") = 0.0, nb::kw_only(), nb::arg("return_lse") = false, nb::arg("stream") = nb::none(),
+        nb::arg("softcap") = 0.0, nb::kw_only(), nb::arg("return_lse") = false, nb::arg("num_splits") = 0,
+        nb::arg("stream") = nb::none(),
         "o (or (o, lse) with return_lse): softmax(scale * q k^T, masked) v, as flash_attn_func. CUDA bfloat16 and\n"
         "float16 with head_dim 64 or 128 run the fused tensor-core kernel; float32 and float64 the naive one.\n"
+        "num_splits (fused kernel only): 0 lets a grid too small to fill the GPU split each query tile's keys over\n"
+        "several blocks, 1 never splits, 2-64 split that many ways.\n"
         "Shapes, masks, window, softcap and lse as attention_naive's (lse is float32 for bfloat16/float16).");
   m.def("attention_naive", &attention_naive, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("causal") = false,
         nb::arg("softmax_scale") = nb::none(), nb::arg("window") = std::pair<std::int64_t, std::int64_t>{-1, -1},

@@ -217,6 +217,30 @@ def test_attention_flash_matches_sdpa_causal(cuda, rng):
     assert_within_naive(to_numpy64(o), to_numpy64(ref_o), to_numpy64(peer), "bf16", "o vs sdpa")
 
 
+@pytest.mark.parametrize("num_splits", [0, 1, 5])
+def test_attention_flash_splits_match_sdpa(cuda, rng, num_splits):
+    """A grid of 16 tiles x 4 heads, far below what the GPU holds: num_splits 0 lets the kernel split each
+    tile's keys, 1 keeps them whole, 5 splits them five ways; each against SDPA's flash kernel."""
+    torch = cuda
+    q, k, v = qkv(torch, rng, (1, 1024, 1024, 4, 4, 64), "bf16")
+    o, lse = ignis.attention(q, k, v, causal=True, return_lse=True, num_splits=num_splits)
+    t = lambda x: x.transpose(1, 2)  # noqa: E731
+    peer = t(torch.nn.functional.scaled_dot_product_attention(t(q), t(k), t(v), is_causal=True))
+    ref_o = t(torch.nn.functional.scaled_dot_product_attention(t(q).double(), t(k).double(), t(v).double(),
+                                                               is_causal=True))
+    assert_within_naive(to_numpy64(o), to_numpy64(ref_o), to_numpy64(peer), "bf16", "o vs sdpa")
+    scores = torch.einsum("bqhd,bkhd->bhqk", q.double(), k.double()) / 8.0
+    scores = scores.masked_fill(torch.ones(1024, 1024, device="cuda", dtype=torch.bool).triu(1), -math.inf)
+    np.testing.assert_allclose(to_numpy64(lse), to_numpy64(torch.logsumexp(scores, dim=-1)), rtol=1e-5)
+
+
+def test_attention_num_splits_out_of_range(rng):
+    q = rng.standard_normal((1, 4, 2, 64)).astype(np.float32)
+    for bad in (-1, 65):
+        with raises(f"attention: num_splits: expected 0 (automatic) to 64, got {bad}"):
+            ignis.attention(q, q, q, num_splits=bad)
+
+
 def test_attention_cuda_bad_arguments(cuda):
     torch = cuda
     q = torch.zeros((1, 4, 2, 8), device="cuda", dtype=torch_dtype(torch, "bf16"))

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "cuda/ops/flash_split_plan.h"
 #include "ignis/ops.h"
 #include "ops/attention_check.h"
 
@@ -38,7 +39,7 @@ void check_aligned(const Tensor& t, const char* name) {
 // q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim];
 // lse: [batch, heads_q, seqlen_q] or undefined.
 void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                  const AttentionParams& p) {
+                  const AttentionParams& p, std::int64_t num_splits) {
   check_dim(q, 4, kWhere, "q");
   check_contiguous(q, kWhere, "q");
   check_dim(k, 4, kWhere, "k");
@@ -64,28 +65,45 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
   for (auto [t, name] : {std::pair{&q, "q"}, std::pair{&k, "k"}, std::pair{&v, "v"}, std::pair{&o, "o"}})
     check_aligned(*t, name);
   check_attention_params(p, kWhere);
+  check_arg(num_splits >= 0 && num_splits <= cuda::kMaxFlashSplits, kWhere, "num_splits",
+            "0 (automatic) to 64", num_splits);
 }
 
 }  // namespace
 
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                             const AttentionParams& params, Stream stream) {
-  check_inputs(q, k, v, o, lse, params);
+                             const AttentionParams& params, std::int64_t num_splits, Stream stream) {
+  check_inputs(q, k, v, o, lse, params, num_splits);
 #if IGNIS_WITH_CUDA
-  cuda::flash_attention_forward(q, k, v, o, lse, nullptr, resolved_attention_params(params, q.size(3)), stream);
+  cuda::flash_attention_forward(q, k, v, o, lse, nullptr, resolved_attention_params(params, q.size(3)),
+                                static_cast<int>(num_splits), stream);
 #else
   (void)stream;
 #endif
 }
 
+std::int64_t flash_attention_auto_splits(const Tensor& q, std::int64_t seqlen_k, const AttentionParams& params) {
+  check_dim(q, 4, kWhere, "q");
+  check_arg(seqlen_k > 0 && seqlen_k <= kMaxSeqlen, kWhere, "seqlen_k", "1 to 2^28", seqlen_k);
+  check_arg(q.device().is_cuda(), kWhere, "q.device", "cuda (there is no CPU implementation)", q.device());
+  check_arg(flash_attention_supported(q.device(), q.dtype()), kWhere, "q.dtype", "bf16 or f16", q.dtype());
+  check_arg(flash_attention_head_dim_supported(q.size(3)), kWhere, "q.size(3) (head_dim)", "64 or 128", q.size(3));
+#if IGNIS_WITH_CUDA
+  return cuda::flash_attention_auto_splits(q, seqlen_k, params.causal);
+#else
+  (void)params;
+  return 1;
+#endif
+}
+
 void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                      const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
-                                     const AttentionParams& params, Stream stream) {
-  check_inputs(q, k_cache, v_cache, o, lse, params);
+                                     const AttentionParams& params, std::int64_t num_splits, Stream stream) {
+  check_inputs(q, k_cache, v_cache, o, lse, params, num_splits);
   check_attention_tensor(seqlens_k, q, {q.size(0)}, DType::i32, kWhere, "seqlens_k");
 #if IGNIS_WITH_CUDA
   cuda::flash_attention_forward(q, k_cache, v_cache, o, lse, seqlens_k.data_as<const int>(),
-                                resolved_attention_params(params, q.size(3)), stream);
+                                resolved_attention_params(params, q.size(3)), static_cast<int>(num_splits), stream);
 #else
   (void)stream;
 #endif

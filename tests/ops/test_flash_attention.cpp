@@ -95,9 +95,10 @@ struct Outputs {
   std::vector<double> o, lse;
 };
 
-// Runs the kernel on `in` and checks o and lse against the reference; returns what it wrote.
-Outputs check_inputs(const Impl& impl, const Case& c, const Inputs& in) {
-  SCOPED_TRACE(testing::Message() << impl << " " << c);
+// Runs the kernel on `in` (num_splits as flash_attention_forward's) and checks o and lse against the
+// reference; returns what it wrote.
+Outputs check_inputs(const Impl& impl, const Case& c, const Inputs& in, std::int64_t num_splits = 0) {
+  SCOPED_TRACE(testing::Message() << impl << " " << c << " num_splits " << num_splits);
   const auto p = to_ref(c);
   const Shape q_shape{p.batch, p.seqlen_q, p.heads_q, p.head_dim};
   const Shape kv_shape{p.batch, p.seqlen_k, p.heads_kv, p.head_dim};
@@ -106,7 +107,7 @@ Outputs check_inputs(const Impl& impl, const Case& c, const Inputs& in) {
   Tensor tv = test::make_tensor(in.v, kv_shape, impl.dtype, impl.device);
   Tensor to = test::make_poisoned(q_shape, impl.dtype, impl.device);
   Tensor tlse = test::make_poisoned({p.batch, p.heads_q, p.seqlen_q}, DType::f32, impl.device);
-  flash_attention_forward(tq, tk, tv, to, tlse, c.params);
+  flash_attention_forward(tq, tk, tv, to, tlse, c.params, num_splits);
   const auto ref = ref::attention_forward(in.q, in.k, in.v, p);
   Outputs got{test::read_tensor(to), test::read_tensor(tlse)};
   EXPECT_TRUE(test::close_to_reference(got.o, ref.o, impl.dtype, naive_output(in.q, in.k, in.v, p, impl.dtype)))
@@ -115,8 +116,8 @@ Outputs check_inputs(const Impl& impl, const Case& c, const Inputs& in) {
   return got;
 }
 
-Outputs run_case(const Impl& impl, const Case& c, std::uint64_t salt) {
-  return check_inputs(impl, c, random_inputs(to_ref(c), impl.dtype, salt));
+Outputs run_case(const Impl& impl, const Case& c, std::uint64_t salt, std::int64_t num_splits = 0) {
+  return check_inputs(impl, c, random_inputs(to_ref(c), impl.dtype, salt), num_splits);
 }
 
 class FlashAttentionOp : public testing::TestWithParam<Impl> {};
@@ -286,6 +287,46 @@ TEST_P(FlashAttentionOp, LongSequences) {
   if (test::light_run()) GTEST_SKIP() << "IGNIS_TEST_LIGHT";
   run_case(impl, shaped(1, 1, 2, 2048, 2048, 64, {.causal = true}), 1600);
   run_case(impl, shaped(1, 1, 1, 1000, 3000, 128), 1601);
+}
+
+// Keys split over blocks and merged by lse: one split (no merge), a few, more splits than some tiles
+// have key tiles (empty chunks), and the most allowed, over causal, full, windowed and fully masked
+// rows, GQA and both head dims.
+TEST_P(FlashAttentionOp, SplitKeysMatchTheReference) {
+  const Impl impl = GetParam();
+  SKIP_UNLESS_FLASH(impl);
+  std::uint64_t salt = 1650;
+  for (std::int64_t splits : {1, 2, 3, 7, 64}) {
+    run_case(impl, shaped(1, 1, 2, 300, 300, 64, {.causal = true}), ++salt, splits);
+    run_case(impl, shaped(2, 2, 1, 70, 450, 128), ++salt, splits);
+    run_case(impl, shaped(1, 1, 3, 200, 130, 64, {.causal = true}), ++salt, splits);  // rows 0-69 see no key
+    run_case(impl, shaped(1, 1, 1, 257, 257, 128, {.causal = true, .window_left = 90}), ++salt, splits);
+  }
+}
+
+// The automatic choice splits a grid smaller than the GPU holds; the result matches an unsplit
+// call's within the rounding of P (each split rounds exp(s - its own max)).
+TEST_P(FlashAttentionOp, AutomaticSplitsOfASmallGrid) {
+  const Impl impl = GetParam();
+  SKIP_UNLESS_FLASH(impl);
+  run_case(impl, shaped(1, 1, 1, 1024, 1024, 64, {.causal = true}), 1660);
+  run_case(impl, shaped(1, 1, 1, 1024, 1024, 64, {.causal = true}), 1660, 1);
+}
+
+// What 0 would choose, asked for given lengths: one 64-query tile against 4096 keys is split (to the
+// automatic cap of 16 on any GPU that holds 15 blocks), the same tile against 512 keys (8 key tiles) is not,
+// nor is a grid of 64 tiles x 64 heads.
+TEST_P(FlashAttentionOp, AutomaticSplitsFollowTheKeysAskedFor) {
+  const Impl impl = GetParam();
+  SKIP_UNLESS_FLASH(impl);
+  const AttentionParams causal{.causal = true};
+  const Tensor one_tile = test::make_poisoned({1, 64, 1, 64}, impl.dtype, impl.device);
+  EXPECT_EQ(flash_attention_auto_splits(one_tile, 4096, causal), 16);
+  EXPECT_EQ(flash_attention_auto_splits(one_tile, 512, causal), 1);
+  const Tensor many_tiles = test::make_poisoned({1, 4096, 64, 64}, impl.dtype, impl.device);
+  EXPECT_EQ(flash_attention_auto_splits(many_tiles, 4096, causal), 1);
+  EXPECT_ERROR_CONTAINS(flash_attention_auto_splits(one_tile, 0, causal),
+                        "flash_attention_forward: seqlen_k: expected 1 to 2^28, got 0");
 }
 
 TEST_P(FlashAttentionOp, WithoutLseWritesTheSameOutput) {
@@ -465,6 +506,11 @@ TEST_P(FlashAttentionOp, RejectsBadArguments) {
   bad.scale = std::numeric_limits<double>::quiet_NaN();
   EXPECT_ERROR_CONTAINS(flash_attention_forward(t.q, t.k, t.v, t.o, t.lse, bad),
                         "flash_attention_forward: params.scale");
+  expect_message([&] { flash_attention_forward(t.q, t.k, t.v, t.o, t.lse, none, -1); },
+                 "flash_attention_forward: num_splits: expected 0 (automatic) to 64, got -1");
+  expect_message([&] { flash_attention_forward(t.q, t.k, t.v, t.o, t.lse, none, 65); },
+                 "flash_attention_forward: num_splits: expected 0 (automatic) to 64, got 65");
+  EXPECT_NO_THROW(flash_attention_forward(t.q, t.k, t.v, t.o, t.lse, none, 64));
 
   // The cached entry point's lengths: wrong dtype, shape, device.
   std::vector<std::int32_t> host_lengths = {7, 7};
@@ -493,6 +539,8 @@ TEST(FlashAttentionOp, RejectsTheCpuAndOtherHeadDims) {
   ValidCall hd96(cpu, 96);
   expect_message([&] { flash_attention_forward(hd96.q, hd96.k, hd96.v, hd96.o, hd96.lse, {}); },
                  "flash_attention_forward: q.size(3) (head_dim): expected 64 or 128, got 96");
+  expect_message([&] { flash_attention_auto_splits(t.q, 7, {}); },
+                 "flash_attention_forward: q.device: expected cuda (there is no CPU implementation), got cpu");
 }
 
 INSTANTIATE_TEST_SUITE_P(Impls, FlashAttentionOp, testing::ValuesIn(test::all_impls()), test::impl_param_name);

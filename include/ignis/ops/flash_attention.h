@@ -12,6 +12,9 @@
 
 namespace ignis {
 
+// The most blocks a query tile's keys may be split over (num_splits below).
+inline constexpr std::int64_t kFlashAttentionMaxSplits = 64;
+
 // CUDA bf16 and f16 (inputs stored in that dtype, accumulated in fp32).
 bool flash_attention_supported(Device device, DType dtype);
 // Head dims with a compiled kernel.
@@ -21,15 +24,24 @@ bool flash_attention_head_dim_supported(std::int64_t head_dim);
 // heads_q % heads_kv == 0 (query head h reads kv head h / (heads_q / heads_kv)), head_dim 64 or 128;
 // lse: [batch, heads_q, seqlen_q] f32 (natural log), or an undefined Tensor() for none.
 // All contiguous, on one device, data 16-byte aligned.
+// num_splits (as flash_attn's): 0 chooses from the shapes and the GPU (a grid too small to fill the GPU
+// splits each 64-query tile's keys over several blocks and merges their results); 1 never splits;
+// n in [2, 64] splits n ways. Results differ from an unsplit call by rounding only.
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                             const AttentionParams& params, Stream stream = {});
+                             const AttentionParams& params, std::int64_t num_splits = 0, Stream stream = {});
 
 // The same over a KV cache read in place. k_cache, v_cache: [batch, max_seqlen, heads_kv, head_dim];
 // seqlens_k: [batch] i32 on q's device: sequence b has seqlens_k[b] keys (its first rows; a length
 // outside [0, max_seqlen] is clamped) and its seqlen_q queries are its last seqlen_q positions.
 // The launch depends on the shapes only, so a captured call replays as the lengths change.
+// num_splits as above; the automatic choice reads max_seqlen, not the lengths (a caller that knows them
+// passes flash_attention_auto_splits(q, the longest length, params) instead).
 void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                      const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
-                                     const AttentionParams& params, Stream stream = {});
+                                     const AttentionParams& params, std::int64_t num_splits = 0, Stream stream = {});
+
+// The num_splits that 0 would choose for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys
+// under params' mask, on the current CUDA device.
+std::int64_t flash_attention_auto_splits(const Tensor& q, std::int64_t seqlen_k, const AttentionParams& params);
 
 }  // namespace ignis

@@ -7,12 +7,19 @@
 // log2 domain and masked, an online softmax update (running max m and partial sum l per row),
 // P rounded to T and O += P V (16 x head_dim, fp32 registers). The N x N matrix is never stored.
 // Shared rows are padded by 16 bytes so the 8 row addresses of an ldmatrix hit distinct banks.
+// A grid too small to fill the GPU splits each tile's keys over several blocks (flash_split_plan.h):
+// each writes its rows' normalized fp32 o and lse, and flash_combine_kernel merges them.
 // See docs/PERF_NOTES.md for the tile sizes and the expected speed.
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <climits>
 
 #include "cuda/common/launch.cuh"
+#include "cuda/common/scratch.h"
 #include "cuda/ops/flash_attention.h"
 #include "cuda/ops/flash_mma.cuh"
+#include "cuda/ops/flash_split_plan.h"
 
 namespace ignis::cuda {
 namespace {
@@ -42,6 +49,9 @@ struct Args {
   const void* v;          // [batch, seqlen_k, heads_kv, D]
   void* o;                // [batch, seqlen_q, heads_q, D]
   float* lse;             // [batch, heads_q, seqlen_q], null for none
+  float* o_part;          // [splits, batch, seqlen_q, heads_q, D] when split: each split's normalized o
+  float* lse_part;        // [splits, batch, heads_q, seqlen_q] when split: each split's lse, -inf for no key
+  int splits;             // chunks of each query tile's key range, one block each; 1: o and lse directly
   const int* seqlens_k;   // [batch]; null: every sequence has seqlen_k keys
   int seqlen_q, seqlen_k;  // seqlen_k: rows of k and v per sequence (the capacity of a cache)
   int heads_q, heads_kv, group;
@@ -95,6 +105,12 @@ __device__ __forceinline__ void load_tile(T* tile, const T* base, long long row_
   }
 }
 
+// Marks the block's rows of one split as having seen no key. lse_part: [seqlen_q], the (split, b, h) row.
+__device__ __forceinline__ void mark_no_keys(float* lse_part, int m0, int seqlen_q) {
+  if (threadIdx.x < kBlockM && m0 + static_cast<int>(threadIdx.x) < seqlen_q) lse_part[m0 + threadIdx.x] = -INFINITY;
+}
+
+// grid: (query tiles * splits, heads_q, batch); block x = tile index from the last * splits + split.
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
   constexpr int kStride = Layout<D>::kStride;
@@ -106,7 +122,9 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
   T* const s_v = s_k + 2 * kTile;  // buffer i at s_v + i * kTile
 
   // Blocks with later query rows see more keys under a causal mask: start them first.
-  const int m0 = (gridDim.x - 1 - blockIdx.x) * kBlockM;
+  const int tiles = static_cast<int>(gridDim.x) / a.splits;
+  const int split = static_cast<int>(blockIdx.x) % a.splits;
+  const int m0 = (tiles - 1 - static_cast<int>(blockIdx.x) / a.splits) * kBlockM;
   const int h = blockIdx.y, b = blockIdx.z;
   const int kv_h = h / a.group;
   int seqlen_k = a.seqlen_k;
@@ -122,9 +140,19 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
   const T* v = static_cast<const T*>(a.v) + kv_head0;
   T* o = static_cast<T*>(a.o) + q_head0;
   float* lse = a.lse ? a.lse + (static_cast<long long>(b) * a.heads_q + h) * a.seqlen_q : nullptr;
+  // This split's partial rows (null when the block writes o and lse itself).
+  const long long heads_rows = static_cast<long long>(gridDim.z) * a.heads_q * a.seqlen_q;  // rows of o
+  float* o_part = a.splits > 1 ? a.o_part + split * heads_rows * D + q_head0 : nullptr;
+  float* lse_part =
+      a.splits > 1 ? a.lse_part + split * heads_rows + (static_cast<long long>(b) * a.heads_q + h) * a.seqlen_q
+                   : nullptr;
 
   const int block_last = min(m0 + kBlockM - 1, a.seqlen_q - 1);
   const KeyRange block_keys = key_range(a, seqlen_k, diag, m0, block_last);
+  if (block_keys.any_lo > block_keys.any_hi && o_part) {  // the combine writes these rows' zeros
+    mark_no_keys(lse_part, m0, a.seqlen_q);
+    return;
+  }
   if (block_keys.any_lo > block_keys.any_hi) {  // no row of the block sees a key (block-uniform)
     for (int e = threadIdx.x; e < kBlockM * D; e += kThreads) {
       const int r = e / D;
@@ -133,7 +161,16 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
     if (lse && threadIdx.x < kBlockM && m0 + threadIdx.x < a.seqlen_q) lse[m0 + threadIdx.x] = -INFINITY;
     return;
   }
-  const int n_first = block_keys.any_lo / kBlockN, n_last = block_keys.any_hi / kBlockN;
+  int n_first = block_keys.any_lo / kBlockN, n_last = block_keys.any_hi / kBlockN;
+  if (o_part) {  // this split's contiguous chunk of the key tiles
+    const int chunk = (n_last - n_first + a.splits) / a.splits;
+    n_first += split * chunk;
+    n_last = min(n_last, n_first + chunk - 1);
+    if (n_first > n_last) {
+      mark_no_keys(lse_part, m0, a.seqlen_q);
+      return;
+    }
+  }
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -272,20 +309,105 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
     const int row = rows[r];
     if (row >= a.seqlen_q) continue;
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // a row without a visible key has sum 0 and o 0
+    const float row_lse = sum > 0.0f ? row_max[r] * kLn2 + logf(sum) : -INFINITY;
+    if (o_part) {  // the combine drops o where lse is -inf, so such rows need not write it
+      float* part = o_part + row * q_stride;
+      if (sum > 0.0f) {
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j)
+          *reinterpret_cast<float2*>(part + 8 * j + 2 * t) =
+              make_float2(acc_o[j][2 * r] * inv, acc_o[j][2 * r + 1] * inv);
+      }
+      if (t == 0) lse_part[row] = row_lse;
+      continue;
+    }
     T* out = o + row * q_stride;
 #pragma unroll
     for (int j = 0; j < D / 8; ++j)
       *reinterpret_cast<std::uint32_t*>(out + 8 * j + 2 * t) =
           flash::pack2<T>(acc_o[j][2 * r] * inv, acc_o[j][2 * r + 1] * inv);
-    if (lse && t == 0) lse[row] = sum > 0.0f ? row_max[r] * kLn2 + logf(sum) : -INFINITY;
+    if (lse && t == 0) lse[row] = row_lse;
   }
+}
+
+constexpr int kCombineRows = 8;  // rows a combine block: a warp each
+
+// Merges the splits of each row: o = sum_s w_s o_s / sum_s w_s and lse = m + log(sum_s w_s), with
+// w_s = exp(lse_s - m) and m the largest lse_s; a row no split saw gives o = 0, lse = -inf. Lane l owns
+// dims [E l, E l + E). The splits' loads do not wait on each other: o_s is loaded whether or not split s
+// saw a key, and a split that saw none (w_s = 0, its o never written) is dropped by a select, not a
+// product, so whatever its scratch holds cannot turn the sum into NaN.
+// o_part: [splits, rows, D] (rows = batch * seqlen_q * heads_q, o's order); lse_part: [splits, batch,
+// heads_q, seqlen_q]; o: [rows, D]; lse: [batch, heads_q, seqlen_q] or null.
+template <class T, int D>
+__global__ void __launch_bounds__(kCombineRows * 32)
+    flash_combine_kernel(const float* __restrict__ o_part, const float* __restrict__ lse_part, T* __restrict__ o,
+                         float* __restrict__ lse, int splits, long long rows, int seqlen_q, int heads_q) {
+  constexpr int E = D / 32;
+  static_assert(E == 2 || E == 4, "a lane loads one float2 or float4");
+  const long long row = static_cast<long long>(blockIdx.x) * kCombineRows + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int lane = threadIdx.x % 32;
+  const long long token = row / heads_q;  // b * seqlen_q + i
+  const int h = static_cast<int>(row % heads_q);
+  const long long b = token / seqlen_q, i = token % seqlen_q;
+  const long long lse_at = (b * heads_q + h) * seqlen_q + i;
+  float top = -INFINITY;
+  for (int s = lane; s < splits; s += 32) top = fmaxf(top, lse_part[s * rows + lse_at]);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, offset));
+  float acc[E] = {};
+  float total = 0.0f;
+  if (top != -INFINITY) {
+#pragma unroll 4
+    for (int s = 0; s < splits; ++s) {
+      const float w = expf(lse_part[s * rows + lse_at] - top);  // 0 for a split that saw no key
+      const float* src = o_part + (s * rows + row) * D + lane * E;
+      float v[E];
+      if constexpr (E == 2) {
+        const float2 x = *reinterpret_cast<const float2*>(src);
+        v[0] = x.x, v[1] = x.y;
+      } else {
+        const float4 x = *reinterpret_cast<const float4*>(src);
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+      }
+      total += w;
+#pragma unroll
+      for (int e = 0; e < E; ++e) acc[e] += w > 0.0f ? w * v[e] : 0.0f;
+    }
+  }
+  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+  std::uint32_t packed[E / 2];
+#pragma unroll
+  for (int e = 0; e < E / 2; ++e) packed[e] = flash::pack2<T>(acc[2 * e] * inv, acc[2 * e + 1] * inv);
+  T* dst = o + row * D + lane * E;
+  if constexpr (E == 2)
+    *reinterpret_cast<std::uint32_t*>(dst) = packed[0];
+  else
+    *reinterpret_cast<uint2*>(dst) = make_uint2(packed[0], packed[1]);
+  if (lse && lane == 0) lse[lse_at] = total > 0.0f ? top + logf(total) : -INFINITY;
+}
+
+// Sets the kernel's shared memory limit once a device; returns the blocks of it the device holds at once.
+template <class T, int D>
+int resident_blocks() {
+  static std::array<std::atomic<int>, kCachedDevices> cache{};
+  return once_per_device(cache, [] {
+    constexpr int kSmem = Layout<D>::kSmemBytes;
+    IGNIS_CUDA_CHECK(
+        cudaFuncSetAttribute(flash_forward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    int per_sm = 0;
+    IGNIS_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, flash_forward_kernel<T, D>, kThreads, kSmem));
+    return std::max(per_sm, 1) * sm_count();
+  });
 }
 
 // q, o: [batch, seqlen_q, heads_q, D]; k, v: [batch, seqlen_k, heads_kv, D]; lse: [batch, heads_q, seqlen_q] or
 // undefined; seqlens_k: [batch] or null.
 template <class T, int D>
 void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-            const int* seqlens_k, const AttentionParams& params, Stream stream) {
+            const int* seqlens_k, const AttentionParams& params, int num_splits, Stream stream) {
   const auto seqlen_q = q.size(1), seqlen_k = k.size(1);
   // A window wider than both sequences is no window; narrower ones fit in int.
   auto window = [&](std::int64_t w) { return w < 0 || w > seqlen_q + seqlen_k ? -1 : static_cast<int>(w); };
@@ -309,35 +431,64 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.window_right = window(params.window_right);
 
   constexpr int kSmem = Layout<D>::kSmemBytes;
-  static const bool configured = [] {
-    IGNIS_CUDA_CHECK(
-        cudaFuncSetAttribute(flash_forward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    return true;
-  }();
-  (void)configured;
-  const dim3 grid(ceil_div(seqlen_q, kBlockM), static_cast<unsigned>(q.size(2)), static_cast<unsigned>(q.size(0)));
+  const long long tiles = ceil_div(seqlen_q, kBlockM), heads = q.size(2), batch = q.size(0);
+  const int resident = resident_blocks<T, D>();  // also sets the shared memory limit
+  args.splits = num_splits > 0 ? num_splits
+                               : flash_auto_splits(tiles * heads * batch, ceil_div(seqlen_k, kBlockN), resident,
+                                                   params.causal);
+  const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
+                  static_cast<unsigned>(batch));
+  if (args.splits == 1) {
+    flash_forward_kernel<T, D><<<grid, kThreads, kSmem, to_cuda(stream)>>>(args);
+    IGNIS_CHECK_LAUNCH();
+    return;
+  }
+  const long long rows = batch * seqlen_q * heads;
+  const std::size_t o_bytes = align_up(static_cast<std::size_t>(args.splits * rows * D) * sizeof(float));
+  const Scratch scratch(o_bytes + static_cast<std::size_t>(args.splits * rows) * sizeof(float), stream);
+  args.o_part = scratch.at<float>(0);
+  args.lse_part = scratch.at<float>(o_bytes);
   flash_forward_kernel<T, D><<<grid, kThreads, kSmem, to_cuda(stream)>>>(args);
+  IGNIS_CHECK_LAUNCH();
+  flash_combine_kernel<T, D><<<ceil_div(rows, kCombineRows), kCombineRows * 32, 0, to_cuda(stream)>>>(
+      args.o_part, args.lse_part, o.data_as<T>(), args.lse, args.splits, rows, args.seqlen_q, args.heads_q);
   IGNIS_CHECK_LAUNCH();
 }
 
 // q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; lse, seqlens_k: as launch's.
+template <class T, int D>
+int auto_splits(const Tensor& q, long long seqlen_k, bool causal) {
+  const long long blocks = static_cast<long long>(ceil_div(q.size(1), kBlockM)) * q.size(2) * q.size(0);
+  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), resident_blocks<T, D>(), causal);
+}
+
+template <class T>
+int auto_splits_dim(const Tensor& q, long long seqlen_k, bool causal) {
+  return q.size(3) == 64 ? auto_splits<T, 64>(q, seqlen_k, causal) : auto_splits<T, 128>(q, seqlen_k, causal);
+}
+
 template <class T>
 void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                const int* seqlens_k, const AttentionParams& params, Stream stream) {
+                const int* seqlens_k, const AttentionParams& params, int num_splits, Stream stream) {
   switch (q.size(3)) {
-    case 64: return launch<T, 64>(q, k, v, o, lse, seqlens_k, params, stream);
-    case 128: return launch<T, 128>(q, k, v, o, lse, seqlens_k, params, stream);
+    case 64: return launch<T, 64>(q, k, v, o, lse, seqlens_k, params, num_splits, stream);
+    case 128: return launch<T, 128>(q, k, v, o, lse, seqlens_k, params, num_splits, stream);
     default: fail_expected("flash_attention_forward", "q.size(3) (head_dim)", "64 or 128", q.size(3));
   }
 }
 
 }  // namespace
 
+int flash_attention_auto_splits(const Tensor& q, long long seqlen_k, bool causal) {
+  return q.dtype() == DType::bf16 ? auto_splits_dim<__nv_bfloat16>(q, seqlen_k, causal)
+                                  : auto_splits_dim<__half>(q, seqlen_k, causal);
+}
+
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                             const int* seqlens_k, const AttentionParams& params, Stream stream) {
+                             const int* seqlens_k, const AttentionParams& params, int num_splits, Stream stream) {
   switch (q.dtype()) {
-    case DType::bf16: return launch_dim<__nv_bfloat16>(q, k, v, o, lse, seqlens_k, params, stream);
-    case DType::f16: return launch_dim<__half>(q, k, v, o, lse, seqlens_k, params, stream);
+    case DType::bf16: return launch_dim<__nv_bfloat16>(q, k, v, o, lse, seqlens_k, params, num_splits, stream);
+    case DType::f16: return launch_dim<__half>(q, k, v, o, lse, seqlens_k, params, num_splits, stream);
     default: fail_expected("flash_attention_forward", "q.dtype", "bf16 or f16", q.dtype());
   }
 }
