@@ -330,61 +330,56 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
   }
 }
 
-constexpr int kCombineRows = 8;  // rows a combine block: a warp each
+constexpr int kCombineWarps = 8;  // warps a combine block
+
+// Rows a combine block merges: a row takes D / 4 lanes (a float4 of its dims each), so a warp merges
+// two rows of 64 dims at once, and a block 16 (8 of 128 dims).
+template <int D>
+constexpr int kCombineRowsPerBlock = kCombineWarps * 32 / (D / 4);
 
 // Merges the splits of each row: o = sum_s w_s o_s / sum_s w_s and lse = m + log(sum_s w_s), with
-// w_s = exp(lse_s - m) and m the largest lse_s; a row no split saw gives o = 0, lse = -inf. Lane l owns
-// dims [E l, E l + E). The splits' loads do not wait on each other: o_s is loaded whether or not split s
-// saw a key, and a split that saw none (w_s = 0, its o never written) is dropped by a select, not a
-// product, so whatever its scratch holds cannot turn the sum into NaN.
+// w_s = exp(lse_s - m) and m the largest lse_s; a row no split saw gives o = 0, lse = -inf. Lane l of a
+// row owns dims [4 l, 4 l + 4). The splits' loads do not wait on each other: o_s is loaded whether or
+// not split s saw a key, and a split that saw none (w_s = 0, its o never written) is dropped by a select,
+// not a product, so whatever its scratch holds cannot turn the sum into NaN.
 // o_part: [splits, rows, D] (rows = batch * seqlen_q * heads_q, o's order); lse_part: [splits, batch,
 // heads_q, seqlen_q]; o: [rows, D]; lse: [batch, heads_q, seqlen_q] or null.
 template <class T, int D>
-__global__ void __launch_bounds__(kCombineRows * 32)
+__global__ void __launch_bounds__(kCombineWarps * 32)
     flash_combine_kernel(const float* __restrict__ o_part, const float* __restrict__ lse_part, T* __restrict__ o,
                          float* __restrict__ lse, int splits, long long rows, int seqlen_q, int heads_q) {
-  constexpr int E = D / 32;
-  static_assert(E == 2 || E == 4, "a lane loads one float2 or float4");
-  const long long row = static_cast<long long>(blockIdx.x) * kCombineRows + threadIdx.x / 32;
-  if (row >= rows) return;
-  const int lane = threadIdx.x % 32;
+  constexpr int kLanes = D / 4;
+  static_assert(kLanes == 16 || kLanes == 32, "a row takes half a warp or a warp");
+  const long long row = static_cast<long long>(blockIdx.x) * kCombineRowsPerBlock<D> + threadIdx.x / kLanes;
+  const int lane = threadIdx.x % kLanes;
+  const bool active = row < rows;  // lanes past the last row still join the warp's shuffles
   const long long token = row / heads_q;  // b * seqlen_q + i
   const int h = static_cast<int>(row % heads_q);
   const long long b = token / seqlen_q, i = token % seqlen_q;
   const long long lse_at = (b * heads_q + h) * seqlen_q + i;
   float top = -INFINITY;
-  for (int s = lane; s < splits; s += 32) top = fmaxf(top, lse_part[s * rows + lse_at]);
+  if (active)
+    for (int s = lane; s < splits; s += kLanes) top = fmaxf(top, lse_part[s * rows + lse_at]);
 #pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, offset));
-  float acc[E] = {};
+  for (int offset = kLanes / 2; offset > 0; offset /= 2)
+    top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, offset));  // stays within the row's lanes
+  if (!active) return;
+  float acc[4] = {};
   float total = 0.0f;
   if (top != -INFINITY) {
 #pragma unroll 4
     for (int s = 0; s < splits; ++s) {
       const float w = expf(lse_part[s * rows + lse_at] - top);  // 0 for a split that saw no key
-      const float* src = o_part + (s * rows + row) * D + lane * E;
-      float v[E];
-      if constexpr (E == 2) {
-        const float2 x = *reinterpret_cast<const float2*>(src);
-        v[0] = x.x, v[1] = x.y;
-      } else {
-        const float4 x = *reinterpret_cast<const float4*>(src);
-        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-      }
+      const float4 x = *reinterpret_cast<const float4*>(o_part + (s * rows + row) * D + lane * 4);
+      const float v[4] = {x.x, x.y, x.z, x.w};
       total += w;
 #pragma unroll
-      for (int e = 0; e < E; ++e) acc[e] += w > 0.0f ? w * v[e] : 0.0f;
+      for (int e = 0; e < 4; ++e) acc[e] += w > 0.0f ? w * v[e] : 0.0f;
     }
   }
   const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-  std::uint32_t packed[E / 2];
-#pragma unroll
-  for (int e = 0; e < E / 2; ++e) packed[e] = flash::pack2<T>(acc[2 * e] * inv, acc[2 * e + 1] * inv);
-  T* dst = o + row * D + lane * E;
-  if constexpr (E == 2)
-    *reinterpret_cast<std::uint32_t*>(dst) = packed[0];
-  else
-    *reinterpret_cast<uint2*>(dst) = make_uint2(packed[0], packed[1]);
+  *reinterpret_cast<uint2*>(o + row * D + lane * 4) =
+      make_uint2(flash::pack2<T>(acc[0] * inv, acc[1] * inv), flash::pack2<T>(acc[2] * inv, acc[3] * inv));
   if (lse && lane == 0) lse[lse_at] = total > 0.0f ? top + logf(total) : -INFINITY;
 }
 
@@ -450,7 +445,7 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.lse_part = scratch.at<float>(o_bytes);
   flash_forward_kernel<T, D><<<grid, kThreads, kSmem, to_cuda(stream)>>>(args);
   IGNIS_CHECK_LAUNCH();
-  flash_combine_kernel<T, D><<<ceil_div(rows, kCombineRows), kCombineRows * 32, 0, to_cuda(stream)>>>(
+  flash_combine_kernel<T, D><<<ceil_div(rows, kCombineRowsPerBlock<D>), kCombineWarps * 32, 0, to_cuda(stream)>>>(
       args.o_part, args.lse_part, o.data_as<T>(), args.lse, args.splits, rows, args.seqlen_q, args.heads_q);
   IGNIS_CHECK_LAUNCH();
 }
