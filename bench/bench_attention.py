@@ -10,8 +10,7 @@ Shapes follow the FlashAttention papers' sweep: batch * seqlen = 16384 tokens an
 2048, seqlen 512..16384, head_dim 64 and 128, causal and full. --shapes names others, batch x seqlen x
 heads x head_dim (grids too small to fill the GPU, such as one prompt of a small model); --splits
 times ignis once per num_splits value (0: the kernel's own choice), a column each, the first one's in
-the ratio. FLOPs = 4 * batch * heads * seqlen^2 *
-head_dim (two matmuls), halved when causal. Times are device times (bench_ops.device_ms: CUDA events,
+the ratio. FLOPs = 4 * batch * heads * seqlen^2 * head_dim (two matmuls), halved when causal. Times are device times (bench_ops.device_ms: CUDA events,
 a spin kernel queued first, median of --reps). torch gets [batch, heads, seqlen, head_dim] contiguous
 inputs (its native layout), ignis the flash_attn layout [batch, seqlen, heads, head_dim]. The last
 column is max |ignis - torch flash| over the output, a sanity check (both round to bf16).
