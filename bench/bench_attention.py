@@ -7,13 +7,14 @@ Run on a GPU machine after `pip install .`:
     python3 bench/bench_attention.py --shapes 1x1024x9x64,1x512x32x128 --splits 0,1,2,4 --causal-only
 
 Shapes follow the FlashAttention papers' sweep: batch * seqlen = 16384 tokens and heads * head_dim =
-2048, seqlen 512..16384, head_dim 64 and 128, causal and full. --shapes names others, batch x seqlen x
-heads x head_dim (grids too small to fill the GPU, such as one prompt of a small model); --splits
-times ignis once per num_splits value (0: the kernel's own choice), a column each, the first one's in
-the ratio. FLOPs = 4 * batch * heads * seqlen^2 * head_dim (two matmuls), halved when causal. Times are device times (bench_ops.device_ms: CUDA events,
-a spin kernel queued first, median of --reps). torch gets [batch, heads, seqlen, head_dim] contiguous
-inputs (its native layout), ignis the flash_attn layout [batch, seqlen, heads, head_dim]. The last
-column is max |ignis - torch flash| over the output, a sanity check (both round to bf16).
+2048, seqlen 512..16384, head_dim 64 and 128, causal and full, then SMALL_GRIDS (one prompt, few heads:
+grids too small to fill the GPU, where the kernel splits each tile's keys). --shapes names others, as
+batch x seqlen x heads x head_dim. --splits times ignis once per num_splits value (0: the kernel's own
+choice), a column each, the first one's in the ratio. FLOPs = 4 * batch * heads * seqlen^2 * head_dim
+(two matmuls), halved when causal. Times are device times (bench_ops.device_ms: CUDA events, a spin
+kernel queued first, median of --reps). torch gets [batch, heads, seqlen, head_dim] contiguous inputs
+(its native layout), ignis the flash_attn layout [batch, seqlen, heads, head_dim]. The last column is
+max |ignis - torch flash| over the output, a sanity check (both round to bf16).
 """
 import argparse
 import datetime
@@ -29,6 +30,9 @@ TOKENS = 16384
 WIDTH = 2048  # heads * head_dim
 SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
 HEAD_DIMS = [64, 128]
+# Grids too small to fill a GPU (one prompt, few heads), where the kernel splits each tile's keys:
+# SmolLM2-135M's prefill shape and three longer ones; timed after the sweep unless --seqlens or --shapes narrow it.
+SMALL_GRIDS = [(1, 1024, 9, 64), (1, 2048, 8, 128), (1, 4096, 4, 128), (1, 8192, 2, 64)]
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 BACKENDS = {
     "torch flash": SDPBackend.FLASH_ATTENTION,
@@ -106,6 +110,8 @@ def main():
     else:
         shapes = [(TOKENS // seqlen, seqlen, WIDTH // head_dim, head_dim)
                   for head_dim in HEAD_DIMS for seqlen in map(int, args.seqlens.split(","))]
+        if args.seqlens == parser.get_default("seqlens"):
+            shapes += SMALL_GRIDS
     name = torch.cuda.get_device_name(0)
     lines = [f"#### Attention forward, {args.dtype}, {name}, {datetime.date.today()}", "",
              f"TFLOP/s (4 B H S^2 D, halved when causal); ratio = {ours[0]} / best torch backend.", "",

@@ -11,9 +11,10 @@
 #   engine    bench/bench_engine.py: ignis against HF transformers end to end; needs
 #             IGNIS_TEST_MODEL (the SmolLM2 GGUF) and the `gguf` wheel in .whl/
 # A short table comes last. Full logs go to $OUT (when set) or BUILD_DIR/gpu-logs.
-# Narrower runs: IGNIS_GPU_TEST_FILTER (a gtest filter) for the tests and sanitize stages; the
-# python stage takes IGNIS_PYTEST=0 and IGNIS_BENCH_OPS (see scripts/gpu_python.sh). The module is
-# pip-installed while the GPU tests run.
+# Narrower runs: IGNIS_GPU_TEST_FILTER (a gtest filter) for the tests and sanitize stages;
+# IGNIS_SANITIZER_TOOLS (memcheck, racecheck or both, comma-separated; default both) for the sanitize
+# stage (racecheck over every CUDA case is ~7 minutes); the python stage takes IGNIS_PYTEST=0 and
+# IGNIS_BENCH_OPS (see scripts/gpu_python.sh). The module is pip-installed while the GPU tests run.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
@@ -76,7 +77,13 @@ if has tests; then
 fi
 
 if has sanitize; then
-  for tool in memcheck racecheck; do
+  tools="${IGNIS_SANITIZER_TOOLS:-memcheck,racecheck}"
+  for tool in ${tools//,/ }; do
+    if [ "$tool" != memcheck ] && [ "$tool" != racecheck ]; then
+      row "compute-sanitizer $tool" "FAILED: IGNIS_SANITIZER_TOOLS names memcheck and racecheck only"
+      failed=1
+      continue
+    fi
     result=$("$root/scripts/sanitize_cases.sh" "$tests" "$logs" "$tool" ${filter:+"$filter"})
     status=$?
     row "compute-sanitizer $tool" "$(head -1 <<< "$result")"
