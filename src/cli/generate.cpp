@@ -13,6 +13,7 @@
 #include "engine/gpt2_model.h"
 #include "engine/linear.h"
 #include "engine/llama_model.h"
+#include "engine/run_summary.h"
 #include "ignis/error.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
@@ -210,6 +211,7 @@ int run_chat(const GenerateArgs& a) {
 
 int run_bench(const BenchArgs& a) {
   check_arg(a.prompt_tokens >= 1, "ignis bench", "--prompt-tokens", ">= 1", a.prompt_tokens);
+  check_arg(a.runs >= 1, "ignis bench", "--runs", ">= 1", a.runs);
   Loaded l = load(a.model_path, a.device, a.weights, a.threads);
   const std::int64_t vocab = l.model->vocab_size();
   // Fixed ids spread over the vocabulary: the same work on every run.
@@ -226,8 +228,13 @@ int run_bench(const BenchArgs& a) {
     gen.generate(ids, o);
     gen.reset();
   }
-  const engine::GenerationResult r = gen.generate(ids, o);
-  const engine::GenerationStats& s = r.stats;
+  std::vector<engine::GenerationStats> runs;
+  for (int i = 0; i < a.runs; ++i) {
+    if (i > 0) gen.reset();
+    runs.push_back(gen.generate(ids, o).stats);
+  }
+  const engine::RunSummary summary = engine::summarize_runs(runs);
+  const engine::GenerationStats& s = summary.median;
   const std::string format = engine::weight_format_name(l.options.weights.format);
   if (l.options.device.is_cuda())
     std::printf("model: %s (%s weights on %s, %s attention, %lld graph replays)\n", a.model_path.c_str(),
@@ -238,9 +245,12 @@ int run_bench(const BenchArgs& a) {
                 engine::linear_kernels_summary().c_str());
   std::printf("prefill: %lld tokens in %.1f ms: %.1f tok/s\n", static_cast<long long>(s.prefill_tokens),
               s.prefill_s * 1e3, s.prefill_tokens_per_s);
-  std::printf("decode: %lld tokens, TTFT %.1f ms, TBT median %.2f ms mean %.2f ms: %.1f tok/s\n",
+  std::printf("decode: %lld tokens, TTFT %.2f ms, TBT median %.2f ms mean %.2f ms: %.1f tok/s\n",
               static_cast<long long>(s.generated_tokens), s.ttft_s * 1e3, s.tbt_median_s * 1e3, s.tbt_mean_s * 1e3,
               s.decode_tokens_per_s);
+  if (a.runs > 1)
+    std::printf("runs: %d measured (medians above), TTFT min %.2f ms, max %.2f ms\n", a.runs,
+                summary.ttft_min_s * 1e3, summary.ttft_max_s * 1e3);
   return 0;
 }
 

@@ -35,7 +35,8 @@ struct BenchArgs {
   std::string device = "cpu";
   std::string weights;  // as GenerateArgs::weights
   int threads = 2;
-  int warmup = 1;  // unmeasured runs before the measured one
+  int warmup = 1;  // unmeasured runs before the measured ones
+  int runs = 1;    // measured runs: each timing is reported as its median over them
 };
 // Greedy generation from fixed token ids (no tokenizer); prints prefill and decode speeds.
 int run_bench(const BenchArgs& args);

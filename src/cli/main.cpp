@@ -92,6 +92,9 @@ int main(int argc, char** argv) {
   bench->add_option("--warmup", bench_args.warmup, "Unmeasured runs first")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  bench->add_option("--runs", bench_args.runs, "Measured runs; each timing is their median")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   CLI11_PARSE(app, argc, argv);
   try {
