@@ -398,6 +398,13 @@ int resident_blocks() {
   });
 }
 
+// flash_auto_splits' choice for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys, on a device that
+// holds `resident` blocks.
+int auto_splits(const Tensor& q, long long seqlen_k, bool causal, int resident) {
+  const long long blocks = static_cast<long long>(ceil_div(q.size(1), kBlockM)) * q.size(2) * q.size(0);
+  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), resident, causal);
+}
+
 // q, o: [batch, seqlen_q, heads_q, D]; k, v: [batch, seqlen_k, heads_kv, D]; lse: [batch, heads_q, seqlen_q] or
 // undefined; seqlens_k: [batch] or null.
 template <class T, int D>
@@ -427,10 +434,8 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
 
   constexpr int kSmem = Layout<D>::kSmemBytes;
   const long long tiles = ceil_div(seqlen_q, kBlockM), heads = q.size(2), batch = q.size(0);
-  const int resident = resident_blocks<T, D>();  // also sets the shared memory limit
-  args.splits = num_splits > 0 ? num_splits
-                               : flash_auto_splits(tiles * heads * batch, ceil_div(seqlen_k, kBlockN), resident,
-                                                   params.causal);
+  const int resident = resident_blocks<T, D>();  // also sets the shared memory limit, so asked on every launch
+  args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, resident);
   const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
                   static_cast<unsigned>(batch));
   if (args.splits == 1) {
@@ -450,18 +455,14 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   IGNIS_CHECK_LAUNCH();
 }
 
-// q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; lse, seqlens_k: as launch's.
-template <class T, int D>
-int auto_splits(const Tensor& q, long long seqlen_k, bool causal) {
-  const long long blocks = static_cast<long long>(ceil_div(q.size(1), kBlockM)) * q.size(2) * q.size(0);
-  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), resident_blocks<T, D>(), causal);
-}
-
+// resident_blocks of the kernel for q's head dim (64 or 128, checked by the dispatcher).
+// q: [batch, seqlen_q, heads_q, head_dim].
 template <class T>
-int auto_splits_dim(const Tensor& q, long long seqlen_k, bool causal) {
-  return q.size(3) == 64 ? auto_splits<T, 64>(q, seqlen_k, causal) : auto_splits<T, 128>(q, seqlen_k, causal);
+int resident_blocks_dim(const Tensor& q) {
+  return q.size(3) == 64 ? resident_blocks<T, 64>() : resident_blocks<T, 128>();
 }
 
+// q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; lse, seqlens_k: as launch's.
 template <class T>
 void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                 const int* seqlens_k, const AttentionParams& params, int num_splits, Stream stream) {
@@ -475,8 +476,9 @@ void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
 }  // namespace
 
 int flash_attention_auto_splits(const Tensor& q, long long seqlen_k, bool causal) {
-  return q.dtype() == DType::bf16 ? auto_splits_dim<__nv_bfloat16>(q, seqlen_k, causal)
-                                  : auto_splits_dim<__half>(q, seqlen_k, causal);
+  const int resident =
+      q.dtype() == DType::bf16 ? resident_blocks_dim<__nv_bfloat16>(q) : resident_blocks_dim<__half>(q);
+  return auto_splits(q, seqlen_k, causal, resident);
 }
 
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
