@@ -3,8 +3,8 @@
 // which tests/ops/test_flash_split_plan.cpp checks on any machine.
 //
 // Why split: a grid of fewer blocks than the GPU holds at once leaves SMs idle while each block walks
-// its whole key range one tile after another. A 1024-token prompt of a 9-head model is 144 blocks of
-// 64 queries on 132 SMs, and the last of them walks 16 key tiles in turn. Split n ways, each query
+// its whole key range one tile after another. A 1024-token prompt of a 9-head model is 72 blocks of
+// 128 queries on 132 SMs, and the last of them walks 16 key tiles in turn. Split n ways, each query
 // tile's key range is cut into n contiguous chunks, one block each, and a second kernel merges a
 // row's n partial results by their log-sum-exps.
 #include <algorithm>
