@@ -135,12 +135,15 @@ TEST_P(FlashAttentionOp, LayoutOneFragment) {
   run_case(impl, shaped(1, 1, 1, 16, 16, 128), 1001);
 }
 
-// All 4 warps and all 8 key tiles of S in one 64 x 64 block.
+// All 8 key tiles of S in one 64-key tile: first with the rows of two warps (one fragment each), then
+// all 4 warps with both of their 16-row fragments in one 128-query block.
 TEST_P(FlashAttentionOp, LayoutOneFullTile) {
   const Impl impl = GetParam();
   SKIP_UNLESS_FLASH(impl);
   run_case(impl, shaped(1, 1, 1, 64, 64, 64), 1010);
   run_case(impl, shaped(1, 1, 1, 64, 64, 128), 1011);
+  run_case(impl, shaped(1, 1, 1, 128, 64, 64), 1012);
+  run_case(impl, shaped(1, 1, 1, 128, 64, 128), 1013);
 }
 
 // q = 0 makes every visible score 0, so o is the mean of the visible V rows whatever Q K^T does:
@@ -170,14 +173,17 @@ TEST_P(FlashAttentionOp, LayoutScoresThroughLse) {
   }
 }
 
-// The causal diagonal inside one tile (per-element mask), then two query blocks x two key tiles:
-// block 0 skips key tile 1, block 1 sees tile 0 unmasked and tile 1 masked on the diagonal.
+// The causal diagonal inside one tile (per-element mask); then one query block over two key tiles, whose
+// first two warps skip key tile 1; then two query blocks x four key tiles: block 0 skips tiles 2 and 3,
+// block 1 sees tiles 0 and 1 unmasked and tiles 2 and 3 masked on the diagonal.
 TEST_P(FlashAttentionOp, CausalDiagonalAndSkippedTiles) {
   const Impl impl = GetParam();
   SKIP_UNLESS_FLASH(impl);
   run_case(impl, shaped(1, 1, 1, 64, 64, 64, {.causal = true}), 1040);
   run_case(impl, shaped(1, 1, 1, 128, 128, 64, {.causal = true}), 1041);
   run_case(impl, shaped(1, 1, 1, 128, 128, 128, {.causal = true}), 1042);
+  run_case(impl, shaped(1, 1, 1, 256, 256, 64, {.causal = true}), 1043);
+  run_case(impl, shaped(1, 1, 1, 256, 256, 128, {.causal = true}), 1044);
 }
 
 // Ragged tiles: rows past seqlen_q are never written, keys past seqlen_k are masked and their
@@ -261,17 +267,20 @@ TEST_P(FlashAttentionOp, ScaleAndSoftcap) {
       {.scale = 1.0, .causal = true, .softcap = 4.0},
   };
   std::uint64_t salt = 1400;
-  for (const AttentionParams& params : options) run_case(impl, shaped(2, 1, 3, 33, 150, 64, params), ++salt);
+  for (const AttentionParams& params : options) {
+    ++salt;
+    run_case(impl, shaped(2, 1, 3, 33, 150, salt % 2 == 0 ? 64 : 128, params), salt);
+  }
 }
 
 TEST_P(FlashAttentionOp, FullyMaskedRowsAreZero) {
   const Impl impl = GetParam();
   SKIP_UNLESS_FLASH(impl);
-  // 90 queries over 10 keys: rows 0..79 see nothing; block 0 has no visible key at all (the early
-  // exit), block 1 mixes masked and visible rows.
-  const Case c = shaped(2, 2, 1, 90, 10, 64, {.causal = true});
+  // 200 queries over 10 keys: rows 0..189 see nothing; block 0 (rows 0..127) has no visible key at all
+  // (the early exit), block 1 mixes masked and visible rows.
+  const Case c = shaped(2, 2, 1, 200, 10, 64, {.causal = true});
   const Outputs got = run_case(impl, c, 1500);
-  const std::int64_t heads = 2, masked_rows = 80, D = 64;
+  const std::int64_t heads = 2, masked_rows = 190, D = 64;
   for (std::int64_t b = 0; b < c.batch; ++b)
     for (std::int64_t h = 0; h < heads; ++h)
       for (std::int64_t i = 0; i < masked_rows; ++i) {
@@ -304,7 +313,7 @@ TEST_P(FlashAttentionOp, SplitKeysMatchTheReference) {
   }
 }
 
-// One 1024-query head is 16 blocks, far fewer than any GPU holds, so the automatic choice splits it; both
+// One 1024-query head is 8 blocks, far fewer than any GPU holds, so the automatic choice splits it; both
 // that call and an unsplit one (num_splits 1) against the reference.
 TEST_P(FlashAttentionOp, AutomaticSplitsOfASmallGrid) {
   const Impl impl = GetParam();

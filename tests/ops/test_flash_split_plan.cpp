@@ -16,23 +16,24 @@ TEST(FlashSplitPlan, AGridThatFillsTheGpuIsNotSplit) {
 }
 
 TEST(FlashSplitPlan, ASmallGridTakesTheSplitsOneWaveHolds) {
-  // A 1024-token prompt of a 9-head model (16 tiles x 9 heads) on 132 SMs holding 3 blocks each: the
+  // A 1024-token prompt of a 9-head model (8 tiles x 9 heads) on 132 SMs holding 2 blocks each: the
   // chunks keep four key tiles.
-  EXPECT_EQ(flash_auto_splits(144, 16, 396, true), 4);
-  EXPECT_EQ(flash_auto_splits(144, 16, 396, false), 2);
+  EXPECT_EQ(flash_auto_splits(72, 16, 264, true), 4);
+  EXPECT_EQ(flash_auto_splits(72, 16, 264, false), 3);
   // Half a wave: two splits fill it, a causal mask takes two more.
   EXPECT_EQ(flash_auto_splits(132, 64, 264, false), 2);
   EXPECT_EQ(flash_auto_splits(132, 64, 264, true), 4);
-  // More than half a wave: a full mask is not split, a causal one in three.
+  // More than half a wave: not split, under either mask.
   EXPECT_EQ(flash_auto_splits(256, 32, 264, false), 1);
-  EXPECT_EQ(flash_auto_splits(256, 32, 264, true), 3);
+  EXPECT_EQ(flash_auto_splits(256, 32, 264, true), 1);
+  EXPECT_EQ(flash_auto_splits(133, 64, 264, true), 1);
 }
 
 TEST(FlashSplitPlan, ShortWalksAreNotSplitAndChunksKeepFourKeyTiles) {
   EXPECT_EQ(flash_auto_splits(256, 8, 264, true), 1);  // a merge costs more than 8 tiles save
   EXPECT_EQ(flash_auto_splits(1, 15, 396, true), 1);
   EXPECT_EQ(flash_auto_splits(1, 16, 396, true), 4);
-  EXPECT_EQ(flash_auto_splits(256, 16, 396, true), 3);
+  EXPECT_EQ(flash_auto_splits(132, 16, 396, true), 4);
   EXPECT_EQ(flash_auto_splits(1, 47, 396, false), 11);
   EXPECT_EQ(flash_auto_splits(1, 4096, 396, true), static_cast<int>(kMaxAutoFlashSplits));
   EXPECT_LE(kMaxAutoFlashSplits, kMaxFlashSplits);

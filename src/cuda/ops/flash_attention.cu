@@ -1,11 +1,12 @@
 // Flash attention forward on tensor cores (mma.sync m16n8k16, fp32 accumulation, sm_80+).
 //
-// One thread block of 4 warps per (64 query rows, query head, sequence); warp w owns query rows
-// 16w..16w+15 of the block (one m16 fragment). The block walks the K/V tiles of 64 keys that some
-// of its rows can see; tile n+1 is copied to shared memory (cp.async, double buffered) while tile
-// n is computed. Per tile and warp: S = Q K^T (16 x 64, fp32 registers), scores scaled into the
-// log2 domain and masked, an online softmax update (running max m and partial sum l per row),
-// P rounded to T and O += P V (16 x head_dim, fp32 registers). The N x N matrix is never stored.
+// One thread block of 4 warps per (128 query rows, query head, sequence); warp w owns query rows
+// 32w..32w+31 of the block (two m16 fragments, so each K and V fragment read from shared memory feeds
+// two MMAs). The block walks the K/V tiles of 64 keys that some of its rows can see; tile n+1 is
+// copied to shared memory (cp.async, double buffered) while tile n is computed. Per tile and warp:
+// S = Q K^T (32 x 64, fp32 registers), scores scaled into the log2 domain and masked, an online
+// softmax update (running max m and partial sum l per row), P rounded to T and O += P V (32 x
+// head_dim, fp32 registers). The N x N matrix is never stored.
 // Shared rows are padded by 16 bytes so the 8 row addresses of an ldmatrix hit distinct banks.
 // A grid too small to fill the GPU splits each tile's keys over several blocks (flash_split_plan.h):
 // each writes its rows' normalized fp32 o and lse, and flash_combine_kernel merges them.
@@ -28,9 +29,11 @@ using flash::cp_async_16;
 using flash::exp2_approx;
 using flash::smem_address;
 
-constexpr int kBlockM = 64;  // query rows per block
-constexpr int kBlockN = 64;  // keys per K/V tile
-constexpr int kWarps = kBlockM / 16;
+constexpr int kWarps = 4;
+constexpr int kFrags = 2;  // m16 fragments of query rows a warp owns
+constexpr int kWarpRows = 16 * kFrags;
+constexpr int kBlockM = kWarps * kWarpRows;  // query rows per block
+constexpr int kBlockN = 64;                  // keys per K/V tile
 constexpr int kThreads = kWarps * 32;
 constexpr double kLog2e = 1.4426950408889634;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -38,9 +41,10 @@ constexpr float kLn2 = 0.6931471805599453f;
 template <int D>
 struct Layout {
   static constexpr int kStride = D + 8;  // shared row stride in elements (16 bytes of padding)
-  static constexpr int kTile = 64 * kStride;
+  static constexpr int kQTile = kBlockM * kStride;
+  static constexpr int kKvTile = kBlockN * kStride;
   // Q, then K buffers 0 and 1, then V buffers 0 and 1.
-  static constexpr int kSmemBytes = 5 * kTile * 2;
+  static constexpr int kSmemBytes = (kQTile + 4 * kKvTile) * 2;
 };
 
 struct Args {
@@ -85,19 +89,20 @@ __device__ __forceinline__ KeyRange key_range(const Args& a, int seqlen_k, int d
   return r;
 }
 
-__device__ __forceinline__ bool visible(const Args& a, int seqlen_k, int diag, int row, int key) {
-  const int rel = key - row - diag;  // key position relative to the row's diagonal
-  return key < seqlen_k && (!a.causal || rel <= 0) && (a.window_left < 0 || rel >= -a.window_left) &&
-         (a.window_right < 0 || rel <= a.window_right);
+// tanh(x) = 1 - 2 / (2^(2x log2 e) + 1), with one MUFU exp2 and one reciprocal: tanhf's branches and
+// temporaries would not fit beside the kernel's live registers. Its absolute error is about 1e-7, which a
+// softcap multiplies into scores with an error of about cap * 1e-7; 2^x = inf gives 1, 2^x = 0 gives -1.
+__device__ __forceinline__ float tanh_by_exp2(float x) {
+  return 1.0f - 2.0f * __frcp_rn(1.0f + exp2_approx(x * static_cast<float>(2.0 * kLog2e)));
 }
 
-// Copies rows [row0, row0 + 64) of one head into a shared tile; rows at or past `rows` become zeros
+// Copies rows [row0, row0 + TileRows) of one head into a shared tile; rows at or past `rows` become zeros
 // (so masked keys never bring NaN into P V). base: row 0 of the head; row_stride in elements.
-// tile: [64, Layout<D>::kStride] in shared memory; base: [rows, D], rows row_stride elements apart.
-template <class T, int D>
+// tile: [TileRows, Layout<D>::kStride] in shared memory; base: [rows, D], rows row_stride elements apart.
+template <class T, int D, int TileRows>
 __device__ __forceinline__ void load_tile(T* tile, const T* base, long long row_stride, int row0, int rows) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  for (int c = threadIdx.x; c < 64 * kChunks; c += kThreads) {
+  for (int c = threadIdx.x; c < TileRows * kChunks; c += kThreads) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
     const bool valid = row0 + r < rows;
     const T* src = valid ? base + static_cast<long long>(row0 + r) * row_stride + col : base;
@@ -114,12 +119,15 @@ __device__ __forceinline__ void mark_no_keys(float* lse_part, int m0, int seqlen
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
   constexpr int kStride = Layout<D>::kStride;
-  constexpr int kTile = Layout<D>::kTile;
+  constexpr int kKvTile = Layout<D>::kKvTile;
   constexpr int kSteps = D / 16;  // k-steps of Q K^T, and dim tile pairs of P V
+  // A 64-dim Q fragment set (kSteps x kFrags x 4 registers) fits beside S and O; a 128-dim one would
+  // spill, so those are loaded from shared memory at each k-step instead.
+  constexpr bool kQInRegisters = D <= 64;
   extern __shared__ __align__(16) unsigned char smem[];
   T* const s_q = reinterpret_cast<T*>(smem);
-  T* const s_k = s_q + kTile;      // buffer i at s_k + i * kTile
-  T* const s_v = s_k + 2 * kTile;  // buffer i at s_v + i * kTile
+  T* const s_k = s_q + Layout<D>::kQTile;  // buffer i at s_k + i * kKvTile
+  T* const s_v = s_k + 2 * kKvTile;        // buffer i at s_v + i * kKvTile
 
   // Blocks with later query rows see more keys under a causal mask: start them first.
   const int tiles = static_cast<int>(gridDim.x) / a.splits;
@@ -174,108 +182,177 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const int warp_first = m0 + 16 * warp;
-  const int warp_last = min(warp_first + 15, a.seqlen_q - 1);
+  const int warp_first = m0 + kWarpRows * warp;
+  const int warp_last = min(warp_first + kWarpRows - 1, a.seqlen_q - 1);
   const bool warp_has_rows = warp_first < a.seqlen_q;
   const KeyRange warp_keys = key_range(a, seqlen_k, diag, warp_first, warp_last);
-  const int rows[2] = {warp_first + g, warp_first + g + 8};  // this thread's rows (fragment rows g, g+8)
+  // The keys [lo, hi] that this thread's rows see (fragment f's rows g and g + 8): a mask tile compares
+  // each column against two numbers instead of working out the mask's rules per score.
+  int row_lo[kFrags][2], row_hi[kFrags][2];
+#pragma unroll
+  for (int f = 0; f < kFrags; ++f)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = warp_first + 16 * f + 8 * r + g;
+      const KeyRange keys = key_range(a, seqlen_k, diag, row, row);
+      row_lo[f][r] = keys.any_lo;
+      row_hi[f][r] = keys.any_hi;
+    }
 
-  load_tile<T, D>(s_q, q, q_stride, m0, a.seqlen_q);
-  load_tile<T, D>(s_k, k, kv_stride, n_first * kBlockN, seqlen_k);
-  load_tile<T, D>(s_v, v, kv_stride, n_first * kBlockN, seqlen_k);
+  load_tile<T, D, kBlockM>(s_q, q, q_stride, m0, a.seqlen_q);
+  load_tile<T, D, kBlockN>(s_k, k, kv_stride, n_first * kBlockN, seqlen_k);
+  load_tile<T, D, kBlockN>(s_v, v, kv_stride, n_first * kBlockN, seqlen_k);
   flash::cp_async_commit();
 
-  std::uint32_t q_frag[kSteps][4];
-  float acc_o[D / 8][4];  // O tile: dim tile j holds dims 8j + 2t, +1 of rows g and g + 8
+  // A fragment of fragment f's 16 rows at k-step kk: matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7),
+  // (rows 0-7, cols 8-15), (rows 8-15, cols 8-15) of the 16-column step = a[0..3].
+  auto load_q_fragment = [&](std::uint32_t(&frag)[4], int kk, int f) {
+    flash::ldmatrix_x4(
+        frag, smem_address(s_q + (kWarpRows * warp + 16 * f + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8));
+  };
+  std::uint32_t q_frag[kQInRegisters ? kSteps : 1][kFrags][4];
+  float acc_o[kFrags][D / 8][4];  // O tiles: dim tile j holds dims 8j + 2t, +1 of the fragment's rows g and g + 8
 #pragma unroll
-  for (int j = 0; j < D / 8; ++j)
+  for (int f = 0; f < kFrags; ++f)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc_o[j][e] = 0.0f;
-  float row_max[2] = {-INFINITY, -INFINITY};  // log2 domain, over the tiles so far
-  float row_sum[2] = {0.0f, 0.0f};            // this thread's columns only; summed over the quad at the end
+    for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[f][j][e] = 0.0f;
+  float row_max[kFrags][2], row_sum[kFrags][2];  // max in the log2 domain; sum over this thread's columns only
+#pragma unroll
+  for (int f = 0; f < kFrags; ++f)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_max[f][r] = -INFINITY;
+      row_sum[f][r] = 0.0f;
+    }
 
   for (int n = n_first; n <= n_last; ++n) {
     const int buf = (n - n_first) & 1;
     if (n < n_last) {
-      load_tile<T, D>(s_k + (buf ^ 1) * kTile, k, kv_stride, (n + 1) * kBlockN, seqlen_k);
-      load_tile<T, D>(s_v + (buf ^ 1) * kTile, v, kv_stride, (n + 1) * kBlockN, seqlen_k);
+      load_tile<T, D, kBlockN>(s_k + (buf ^ 1) * kKvTile, k, kv_stride, (n + 1) * kBlockN, seqlen_k);
+      load_tile<T, D, kBlockN>(s_v + (buf ^ 1) * kKvTile, v, kv_stride, (n + 1) * kBlockN, seqlen_k);
     }
     flash::cp_async_commit();  // possibly empty, so that wait<1> below always means "tile n landed"
     flash::cp_async_wait<1>();
     __syncthreads();
 
-    if (n == n_first) {
-      // A fragments of the warp's 16 rows: matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7),
-      // (rows 0-7, cols 8-15), (rows 8-15, cols 8-15) of each 16-column step = a[0..3].
+    if constexpr (kQInRegisters) {
+      if (n == n_first) {
 #pragma unroll
-      for (int kk = 0; kk < kSteps; ++kk)
-        flash::ldmatrix_x4(q_frag[kk],
-                           smem_address(s_q + (16 * warp + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8));
+        for (int kk = 0; kk < kSteps; ++kk)
+#pragma unroll
+          for (int f = 0; f < kFrags; ++f) load_q_fragment(q_frag[kk][f], kk, f);
+      }
     }
 
     const int key0 = n * kBlockN;
     if (warp_has_rows && key0 <= warp_keys.any_hi && key0 + kBlockN - 1 >= warp_keys.any_lo) {
-      const T* tile_k = s_k + buf * kTile;
-      const T* tile_v = s_v + buf * kTile;
+      const T* tile_k = s_k + buf * kKvTile;
+      const T* tile_v = s_v + buf * kKvTile;
 
       // S = Q K^T. B[k][n] = K[key n][dim k]: K rows read without transpose give b[0] (dims
       // 2t, 2t+1 of key g). Matrices per x4: (keys 0-7, dims 0-7) = b0 of key tile 2jp,
       // (keys 0-7, dims 8-15) = b1 of 2jp, (keys 8-15, dims 0-7) = b0 of 2jp+1, (keys 8-15, dims 8-15) = b1.
-      float s[kBlockN / 8][4];
+      // Each K fragment feeds both of the warp's row fragments: half the shared-memory reads per MMA of
+      // a 16-row warp.
+      float s[kFrags][kBlockN / 8][4];
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j)
+      for (int f = 0; f < kFrags; ++f)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
+        for (int j = 0; j < kBlockN / 8; ++j)
 #pragma unroll
-      for (int kk = 0; kk < kSteps; ++kk)
+          for (int e = 0; e < 4; ++e) s[f][j][e] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < kSteps; ++kk) {
+        std::uint32_t qa[kFrags][4];
+#pragma unroll
+        for (int f = 0; f < kFrags; ++f) {
+          if constexpr (kQInRegisters) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) qa[f][e] = q_frag[kk][f][e];
+          } else {
+            load_q_fragment(qa[f], kk, f);
+          }
+        }
 #pragma unroll
         for (int jp = 0; jp < kBlockN / 16; ++jp) {
           std::uint32_t kb[4];
           const int key = jp * 16 + (lane & 7) + (lane >> 4) * 8;
           const int dim = kk * 16 + ((lane >> 3) & 1) * 8;
           flash::ldmatrix_x4(kb, smem_address(tile_k + key * kStride + dim));
-          flash::mma_16x8x16<T>(s[2 * jp], q_frag[kk], kb[0], kb[1]);
-          flash::mma_16x8x16<T>(s[2 * jp + 1], q_frag[kk], kb[2], kb[3]);
-        }
-
-      // Scores into the log2 domain, masked to -inf. Element e of key tile j: row rows[e / 2],
-      // key key0 + 8j + 2t + e % 2.
-      const bool need_mask = key0 < warp_keys.all_lo || key0 + kBlockN - 1 > warp_keys.all_hi;
-      float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = a.cap_log2 > 0.0f ? a.cap_log2 * tanhf(s[j][e] * a.cap_inner) : s[j][e] * a.scale_log2;
-          if (need_mask && !visible(a, seqlen_k, diag, rows[e / 2], key0 + 8 * j + 2 * t + e % 2)) x = -INFINITY;
-          s[j][e] = x;
-          tile_max[e / 2] = fmaxf(tile_max[e / 2], x);
-        }
-
-      float base[2];  // the max that exponents are taken against; 0 while a row has seen no key
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        // The 4 lanes of a quad hold the same row.
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-        const float new_max = fmaxf(row_max[r], tile_max[r]);
-        base[r] = new_max == -INFINITY ? 0.0f : new_max;
-        const float rescale = exp2_approx(row_max[r] - base[r]);  // 0 while row_max is -inf
-        row_max[r] = new_max;
-        row_sum[r] *= rescale;
-#pragma unroll
-        for (int j = 0; j < D / 8; ++j) {
-          acc_o[j][2 * r] *= rescale;
-          acc_o[j][2 * r + 1] *= rescale;
+          for (int f = 0; f < kFrags; ++f) {
+            flash::mma_16x8x16<T>(s[f][2 * jp], qa[f], kb[0], kb[1]);
+            flash::mma_16x8x16<T>(s[f][2 * jp + 1], qa[f], kb[2], kb[3]);
+          }
         }
       }
+
+      // Scores into the log2 domain, masked to -inf. Element e of fragment f's key tile j: row rows[f][e / 2],
+      // key key0 + 8j + 2t + e % 2. The softcap test is uniform, so it is taken once for the whole tile.
+      if (a.cap_log2 > 0.0f) {
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j)
+        for (int f = 0; f < kFrags; ++f)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[j][e] = exp2_approx(s[j][e] - base[e / 2]);
-          row_sum[e / 2] += s[j][e];
+          for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[f][j][e] = a.cap_log2 * tanh_by_exp2(s[f][j][e] * a.cap_inner);
+      } else {
+#pragma unroll
+        for (int f = 0; f < kFrags; ++f)
+#pragma unroll
+          for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[f][j][e] *= a.scale_log2;
+      }
+      if (key0 < warp_keys.all_lo || key0 + kBlockN - 1 > warp_keys.all_hi) {
+        const int column0 = key0 + 2 * t;  // the key of column 8j + e % 2 is column0 + 8j + e % 2
+#pragma unroll
+        for (int f = 0; f < kFrags; ++f)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int lo = row_lo[f][r] - column0, hi = row_hi[f][r] - column0;
+#pragma unroll
+            for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+              for (int c = 0; c < 2; ++c)
+                if (8 * j + c < lo || 8 * j + c > hi) s[f][j][2 * r + c] = -INFINITY;
+          }
+      }
+
+#pragma unroll
+      for (int f = 0; f < kFrags; ++f) {
+        float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) tile_max[e / 2] = fmaxf(tile_max[e / 2], s[f][j][e]);
+        float base[2];  // the max that exponents are taken against; 0 while a row has seen no key
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          // The 4 lanes of a quad hold the same row.
+          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+          const float new_max = fmaxf(row_max[f][r], tile_max[r]);
+          base[r] = new_max == -INFINITY ? 0.0f : new_max;
+          const float rescale = exp2_approx(row_max[f][r] - base[r]);  // 0 while row_max is -inf
+          row_max[f][r] = new_max;
+          row_sum[f][r] *= rescale;
+#pragma unroll
+          for (int j = 0; j < D / 8; ++j) {
+            acc_o[f][j][2 * r] *= rescale;
+            acc_o[f][j][2 * r + 1] *= rescale;
+          }
         }
+#pragma unroll
+        for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            s[f][j][e] = exp2_approx(s[f][j][e] - base[e / 2]);
+            row_sum[f][e / 2] += s[f][j][e];
+          }
+      }
 
       // O += P V. P's A fragment for keys 16kk..16kk+15 is C tiles 2kk (a[0], a[1]) and 2kk+1
       // (a[2], a[3]). B[k][n] = V[key k][dim n] needs the transposed load. Matrices per x4:
@@ -283,18 +360,25 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
       // (keys 0-7, dims 8-15) = b0 of 2dp+1, (keys 8-15, dims 8-15) = b1 of 2dp+1.
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        const std::uint32_t pa[4] = {flash::pack2<T>(s[2 * kk][0], s[2 * kk][1]),
-                                     flash::pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                                     flash::pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                     flash::pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+        std::uint32_t pa[kFrags][4];
+#pragma unroll
+        for (int f = 0; f < kFrags; ++f) {
+          pa[f][0] = flash::pack2<T>(s[f][2 * kk][0], s[f][2 * kk][1]);
+          pa[f][1] = flash::pack2<T>(s[f][2 * kk][2], s[f][2 * kk][3]);
+          pa[f][2] = flash::pack2<T>(s[f][2 * kk + 1][0], s[f][2 * kk + 1][1]);
+          pa[f][3] = flash::pack2<T>(s[f][2 * kk + 1][2], s[f][2 * kk + 1][3]);
+        }
 #pragma unroll
         for (int dp = 0; dp < kSteps; ++dp) {
           std::uint32_t vb[4];
           const int key = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
           const int dim = dp * 16 + (lane >> 4) * 8;
           flash::ldmatrix_x4_trans(vb, smem_address(tile_v + key * kStride + dim));
-          flash::mma_16x8x16<T>(acc_o[2 * dp], pa, vb[0], vb[1]);
-          flash::mma_16x8x16<T>(acc_o[2 * dp + 1], pa, vb[2], vb[3]);
+#pragma unroll
+          for (int f = 0; f < kFrags; ++f) {
+            flash::mma_16x8x16<T>(acc_o[f][2 * dp], pa[f], vb[0], vb[1]);
+            flash::mma_16x8x16<T>(acc_o[f][2 * dp + 1], pa[f], vb[2], vb[3]);
+          }
         }
       }
     }
@@ -302,32 +386,34 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
   }
 
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float sum = row_sum[r];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int row = rows[r];
-    if (row >= a.seqlen_q) continue;
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // a row without a visible key has sum 0 and o 0
-    const float row_lse = sum > 0.0f ? row_max[r] * kLn2 + logf(sum) : -INFINITY;
-    if (o_part) {  // the combine drops o where lse is -inf, so such rows need not write it
-      float* part = o_part + row * q_stride;
-      if (sum > 0.0f) {
+  for (int f = 0; f < kFrags; ++f)
 #pragma unroll
-        for (int j = 0; j < D / 8; ++j)
-          *reinterpret_cast<float2*>(part + 8 * j + 2 * t) =
-              make_float2(acc_o[j][2 * r] * inv, acc_o[j][2 * r + 1] * inv);
+    for (int r = 0; r < 2; ++r) {
+      float sum = row_sum[f][r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int row = warp_first + 16 * f + 8 * r + g;
+      if (row >= a.seqlen_q) continue;
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // a row without a visible key has sum 0 and o 0
+      const float row_lse = sum > 0.0f ? row_max[f][r] * kLn2 + logf(sum) : -INFINITY;
+      if (o_part) {  // the combine drops o where lse is -inf, so such rows need not write it
+        float* part = o_part + row * q_stride;
+        if (sum > 0.0f) {
+#pragma unroll
+          for (int j = 0; j < D / 8; ++j)
+            *reinterpret_cast<float2*>(part + 8 * j + 2 * t) =
+                make_float2(acc_o[f][j][2 * r] * inv, acc_o[f][j][2 * r + 1] * inv);
+        }
+        if (t == 0) lse_part[row] = row_lse;
+        continue;
       }
-      if (t == 0) lse_part[row] = row_lse;
-      continue;
-    }
-    T* out = o + row * q_stride;
+      T* out = o + row * q_stride;
 #pragma unroll
-    for (int j = 0; j < D / 8; ++j)
-      *reinterpret_cast<std::uint32_t*>(out + 8 * j + 2 * t) =
-          flash::pack2<T>(acc_o[j][2 * r] * inv, acc_o[j][2 * r + 1] * inv);
-    if (lse && t == 0) lse[row] = row_lse;
-  }
+      for (int j = 0; j < D / 8; ++j)
+        *reinterpret_cast<std::uint32_t*>(out + 8 * j + 2 * t) =
+            flash::pack2<T>(acc_o[f][j][2 * r] * inv, acc_o[f][j][2 * r + 1] * inv);
+      if (lse && t == 0) lse[row] = row_lse;
+    }
 }
 
 constexpr int kCombineWarps = 8;  // warps a combine block

@@ -3,8 +3,8 @@
 // which tests/ops/test_flash_split_plan.cpp checks on any machine.
 //
 // Why split: a grid of fewer blocks than the GPU holds at once leaves SMs idle while each block walks
-// its whole key range one tile after another. A 1024-token prompt of a 9-head model is 144 blocks of
-// 64 queries on 132 SMs, and the last of them walks 16 key tiles in turn. Split n ways, each query
+// its whole key range one tile after another. A 1024-token prompt of a 9-head model is 72 blocks of
+// 128 queries on 132 SMs, and the last of them walks 16 key tiles in turn. Split n ways, each query
 // tile's key range is cut into n contiguous chunks, one block each, and a second kernel merges a
 // row's n partial results by their log-sum-exps.
 #include <algorithm>
@@ -18,16 +18,18 @@ inline constexpr long long kMaxFlashSplits = kFlashAttentionMaxSplits;
 inline constexpr long long kMaxAutoFlashSplits = 16;
 
 // Splits for a grid of `blocks` blocks (query tiles x heads x batch) whose tiles see at most `key_tiles`
-// key tiles, on a GPU that holds `resident` of these blocks at once. Measured (H200 and H100, session 32 of
-// docs/PERF_NOTES.md): splitting pays where SMs would idle, and a merge costs more than a walk of fewer
-// than 16 key tiles saves. So: as many splits as one wave holds, floor(resident / blocks), two more under a
-// causal mask (half its tiles walk less than half the keys and end early, leaving the GPU to the long
-// tiles' chunks), at least four key tiles a chunk, at most kMaxAutoFlashSplits; 1 where that leaves fewer
-// than two.
+// key tiles, on a GPU that holds `resident` of these blocks at once. Measured (H200 and H100, sessions 32 and
+// 33 of docs/PERF_NOTES.md): splitting pays where SMs would idle, and a merge costs more than a walk of fewer
+// than 16 key tiles saves, or than the SMs a grid of more than half a wave leaves idle (a causal B2 S1024 H16
+// D64 grid, 256 blocks of 264, lost 17-19% at 2 and 3 splits). So: none past half a wave; otherwise as many
+// splits as one wave holds, floor(resident / blocks), two more under a causal mask (half its tiles walk less
+// than half the keys and end early, leaving the GPU to the long tiles' chunks), at least four key tiles a
+// chunk, at most kMaxAutoFlashSplits.
 inline int flash_auto_splits(long long blocks, long long key_tiles, long long resident, bool causal) {
   if (blocks <= 0 || blocks >= resident || key_tiles < 16) return 1;
-  const long long wave = resident / blocks + (causal ? 2 : 0);
-  const long long splits = std::min({wave, key_tiles / 4, kMaxAutoFlashSplits});
+  const long long wave = resident / blocks;
+  if (wave < 2) return 1;
+  const long long splits = std::min({wave + (causal ? 2 : 0), key_tiles / 4, kMaxAutoFlashSplits});
   return splits < 2 ? 1 : static_cast<int>(splits);
 }
 
