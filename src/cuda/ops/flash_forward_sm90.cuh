@@ -28,13 +28,14 @@ inline constexpr int kWarpgroups = 2;
 inline constexpr int kThreads = kWarpgroups * 128;
 inline constexpr int kBlockM = kWarpgroups * 64;  // query rows a block
 inline constexpr int kBlockN = 64;                // keys a tile
+inline constexpr int kStages = 3;                 // K/V tiles in shared memory at once
 
 template <int D>
 struct Layout {
   static constexpr int kLine = 128;                            // bytes of a swizzled row
   static constexpr int kQBytes = kBlockM * D * 2;              // D/64 column blocks of kBlockM lines
   static constexpr int kKvBytes = kBlockN * D * 2;             // D/64 column blocks of kBlockN lines
-  static constexpr int kSmemBytes = kQBytes + 4 * kKvBytes + 1024;  // Q, K x2, V x2, and room to align
+  static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKvBytes + 1024;  // Q, K and V stages, room to align
 };
 
 // Byte offset of element (row, col) of a swizzled tile of `rows` rows (col a multiple of 8).
@@ -69,7 +70,11 @@ __device__ __forceinline__ std::uint64_t descriptor(std::uint32_t address, std::
 #if IGNIS_FLASH_WGMMA
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// Waits until at most `Pending` of this warpgroup's committed MMA groups are still running.
+template <int Pending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+}
 
 // Keeps the compiler from moving reads or writes of an accumulator across the asynchronous MMAs.
 template <int Tiles>
@@ -78,6 +83,15 @@ __device__ __forceinline__ void fence_accumulators(float (&acc)[Tiles][4]) {
   for (int j = 0; j < Tiles; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(acc[j][e])::"memory");
+}
+
+// The same for the P fragments an MMA reads from registers: they must stay untouched until it completes.
+template <int Steps>
+__device__ __forceinline__ void fence_fragments(std::uint32_t (&p)[Steps][4]) {
+#pragma unroll
+  for (int kk = 0; kk < Steps; ++kk)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(p[kk][e])::"memory");
 }
 
 // The wgmma instructions: S (m64n64, fp32) += Q K^T with both operands in shared memory, and O (m64nD) +=
@@ -158,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_wgmma_kernel(const Arg
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // The swizzle is applied to address bits 4-9, so tiles start on 1024-byte boundaries.
   const std::uint32_t smem = (smem_address(smem_raw) + 1023u) & ~1023u;
-  const std::uint32_t s_q = smem, s_k = s_q + L::kQBytes, s_v = s_k + 2 * L::kKvBytes;  // buffer i at + i * kKvBytes
+  const std::uint32_t s_q = smem, s_k = s_q + L::kQBytes, s_v = s_k + kStages * L::kKvBytes;  // stage i at + i * kKvBytes
 
   BlockWork<T> w;
   if (!plan_block<T, D, kBlockM, kBlockN>(a, w)) return;
@@ -166,75 +180,115 @@ __global__ void __launch_bounds__(kThreads) flash_forward_wgmma_kernel(const Arg
   const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int group_first = w.m0 + 64 * warpgroup;  // the warpgroup's rows: the unit a wgmma runs on
-  const int group_last = min(group_first + 63, a.seqlen_q - 1);
-  const bool group_has_rows = group_first < a.seqlen_q;
-  const KeyRange group_keys = key_range(a, w.seqlen_k, w.diag, group_first, group_last);
+  const KeyRange group_keys = key_range(a, w.seqlen_k, w.diag, group_first, min(group_first + 63, a.seqlen_q - 1));
   const int row = group_first + 16 * warp + g;  // this thread's rows: row and row + 8
   int row_lo[2], row_hi[2];
   row_key_bounds(a, w, row, row_lo, row_hi);
 
+  auto load_keys = [&](int n) {  // key tile n into stage (n - n_first) % kStages, as one cp.async group
+    const int stage = (n - w.n_first) % kStages;
+    if (n <= w.n_last) {
+      load_swizzled<T, D, kBlockN>(s_k + stage * L::kKvBytes, w.k, w.kv_stride, n * kBlockN, w.seqlen_k);
+      load_swizzled<T, D, kBlockN>(s_v + stage * L::kKvBytes, w.v, w.kv_stride, n * kBlockN, w.seqlen_k);
+    }
+    cp_async_commit();
+  };
+  // Waits for the one copy group in flight (this thread's), then makes every thread's copies visible to the
+  // tensor cores: cp.async writes through the generic proxy and wgmma reads through the async one.
+  auto await_keys = [] {
+    cp_async_wait<0>();
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+  };
+  // S = Q K^T over D/16 k-steps: k-step kk is 32 bytes into column block kk / 4 of both tiles. Rows 8 apart
+  // are 1024 bytes apart (the stride offset); the leading offset is unused by K-major swizzled tiles.
+  auto issue_scores = [&](float (&s)[kBlockN / 8][4], int n) {
+    const std::uint32_t tile_k = s_k + ((n - w.n_first) % kStages) * L::kKvBytes;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const std::uint32_t q_at = s_q + (kk / 4) * kBlockM * 128 + warpgroup * 64 * 128 + (kk % 4) * 32;
+      const std::uint32_t k_at = tile_k + (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
+      Wgmma<T>::s(s, descriptor(q_at, 16, 1024), descriptor(k_at, 16, 1024), kk > 0);
+    }
+    wgmma_commit();
+  };
+  // O += P V over 4 k-steps of 16 keys: k-step kk starts at key 16kk (2048 bytes in); keys 8 apart are 1024
+  // bytes apart (the stride offset), and V's 64-column blocks kBlockN lines apart (the leading one).
+  auto issue_values = [&](float (&acc_o)[D / 8][4], const std::uint32_t (&p)[kBlockN / 16][4], int n) {
+    const std::uint32_t tile_v = s_v + ((n - w.n_first) % kStages) * L::kKvBytes;
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk)
+      Wgmma<T>::pv(acc_o, p[kk], descriptor(tile_v + kk * 16 * 128, kBlockN * 128, 1024));
+    wgmma_commit();
+  };
+  // Scores of tile n into P (packed), the running max and sum updated; `rescale` is O's factor.
+  auto softmax = [&](float (&s)[kBlockN / 8][4], int n, std::uint32_t (&p)[kBlockN / 16][4], float (&rescale)[2],
+                     float (&row_max)[2], float (&row_sum)[2]) {
+    const int key0 = n * kBlockN;
+    scale_and_mask(s, a, key0 < group_keys.all_lo || key0 + kBlockN - 1 > group_keys.all_hi, row_lo, row_hi,
+                   key0 + 2 * t);
+    softmax_step(s, row_max, row_sum, rescale);
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) pack_p<T>(s, kk, p[kk]);
+  };
+
   load_swizzled<T, D, kBlockM>(s_q, w.q, w.q_stride, w.m0, a.seqlen_q);
-  load_swizzled<T, D, kBlockN>(s_k, w.k, w.kv_stride, w.n_first * kBlockN, w.seqlen_k);
-  load_swizzled<T, D, kBlockN>(s_v, w.v, w.kv_stride, w.n_first * kBlockN, w.seqlen_k);
-  cp_async_commit();
+  load_keys(w.n_first);
 
   float acc_o[D / 8][4];
 #pragma unroll
   for (int j = 0; j < D / 8; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_o[j][e] = 0.0f;
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}, rescale[2];
+  std::uint32_t p[kBlockN / 16][4];  // P of the tile before the current one, waiting for its P V
 
-  for (int n = w.n_first; n <= w.n_last; ++n) {
-    const int buf = (n - w.n_first) & 1;
-    if (n < w.n_last) {
-      load_swizzled<T, D, kBlockN>(s_k + (buf ^ 1) * L::kKvBytes, w.k, w.kv_stride, (n + 1) * kBlockN, w.seqlen_k);
-      load_swizzled<T, D, kBlockN>(s_v + (buf ^ 1) * L::kKvBytes, w.v, w.kv_stride, (n + 1) * kBlockN, w.seqlen_k);
-    }
-    cp_async_commit();
-    cp_async_wait<1>();
-    // cp.async writes through the generic proxy and wgmma reads through the async one.
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-
-    const int key0 = n * kBlockN;
-    if (group_has_rows && key0 <= group_keys.any_hi && key0 + kBlockN - 1 >= group_keys.any_lo) {
-      const std::uint32_t tile_k = s_k + buf * L::kKvBytes, tile_v = s_v + buf * L::kKvBytes;
-      // S = Q K^T over D/16 k-steps: k-step kk is 32 bytes into column block kk / 4 of both tiles. Rows 8
-      // apart are 1024 bytes apart (the stride offset); the leading offset is unused by K-major swizzled tiles.
-      float s[kBlockN / 8][4];
-      fence_accumulators(s);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const std::uint32_t q_at = s_q + (kk / 4) * kBlockM * 128 + warpgroup * 64 * 128 + (kk % 4) * 32;
-        const std::uint32_t k_at = tile_k + (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
-        Wgmma<T>::s(s, descriptor(q_at, 16, 1024), descriptor(k_at, 16, 1024), kk > 0);
-      }
-      wgmma_commit();
-      wgmma_wait_all();
-      fence_accumulators(s);
-
-      scale_and_mask(s, a, key0 < group_keys.all_lo || key0 + kBlockN - 1 > group_keys.all_hi, row_lo, row_hi,
-                     key0 + 2 * t);
-      online_softmax(s, acc_o, row_max, row_sum);
-
-      // O += P V over 4 k-steps of 16 keys: k-step kk starts at key 16kk (2048 bytes in); keys 8 apart are
-      // 1024 bytes apart (the stride offset), and V's 64-column blocks kBlockN lines apart (the leading one).
-      std::uint32_t p[kBlockN / 16][4];
-#pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) pack_p<T>(s, kk, p[kk]);
-      fence_accumulators(acc_o);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk)
-        Wgmma<T>::pv(acc_o, p[kk], descriptor(tile_v + kk * 16 * 128, kBlockN * 128, 1024));
-      wgmma_commit();
-      wgmma_wait_all();
-      fence_accumulators(acc_o);
-    }
-    __syncthreads();  // the next iteration's copies overwrite this tile's buffers
+  // Every key tile of the block is computed by both warpgroups (a tile one warpgroup's rows cannot see is
+  // masked whole): the MMAs are warpgroup-collective and the stages block-wide. Tile n's Q K^T and tile
+  // n - 1's P V are issued together, and tile n's softmax runs while P V is still on the tensor cores; O's
+  // rescale for tile n waits for that P V. Three stages: while tile n + 1 is copied, tile n's K and tile
+  // n - 1's V are read.
+  {
+    await_keys();
+    load_keys(w.n_first + 1);
+    float s[kBlockN / 8][4];
+    fence_accumulators(s);
+    wgmma_fence();
+    issue_scores(s, w.n_first);
+    wgmma_wait<0>();
+    fence_accumulators(s);
+    softmax(s, w.n_first, p, rescale, row_max, row_sum);  // O is 0: no rescale
   }
+  for (int n = w.n_first + 1; n <= w.n_last; ++n) {
+    await_keys();  // tile n landed; every warpgroup is past tile n - 2, whose stage the next copy takes
+    load_keys(n + 1);
+    float s[kBlockN / 8][4];
+    fence_accumulators(s);
+    fence_accumulators(acc_o);
+    fence_fragments(p);
+    wgmma_fence();
+    issue_scores(s, n);
+    issue_values(acc_o, p, n - 1);
+    wgmma_wait<1>();  // the scores; P V may still run
+    fence_accumulators(s);
+    std::uint32_t p_next[kBlockN / 16][4];
+    softmax(s, n, p_next, rescale, row_max, row_sum);
+    wgmma_wait<0>();
+    fence_accumulators(acc_o);
+    fence_fragments(p);
+    rescale_o(acc_o, rescale);
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[kk][e] = p_next[kk][e];
+  }
+  fence_accumulators(acc_o);
+  fence_fragments(p);
+  wgmma_fence();
+  issue_values(acc_o, p, w.n_last);
+  wgmma_wait<0>();
+  fence_accumulators(acc_o);
+  fence_fragments(p);
 
   store_rows<T>(a, w, row, t, acc_o, row_max, row_sum);
 #endif

@@ -184,13 +184,14 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[KeyTiles][4], const Ar
   }
 }
 
-// The online softmax step of one fragment: the tile's row maxima (over the quad's lanes), O and the running
-// sums rescaled to the new maxima, and s replaced by P = 2^(s - max). A row that has seen no key keeps
-// max -inf and takes exponents against 0, so its P is 0, never NaN.
-// s: [KeyTiles][4]; acc_o: [DimTiles][4]; row_max, row_sum: rows g and g + 8 (sum over this lane's columns).
-template <int KeyTiles, int DimTiles>
-__device__ __forceinline__ void online_softmax(float (&s)[KeyTiles][4], float (&acc_o)[DimTiles][4],
-                                               float (&row_max)[2], float (&row_sum)[2]) {
+// The online softmax step of one fragment without touching O: the tile's row maxima (over the quad's lanes),
+// the running sums rescaled to the new maxima, and s replaced by P = 2^(s - max). Returns in `rescale` the
+// factor O must be multiplied by before P V is added (the wgmma kernel applies it once the previous tile's
+// P V, still in flight, has landed). A row that has seen no key keeps max -inf and takes exponents against 0,
+// so its P is 0, never NaN. s: [KeyTiles][4]; row_max, row_sum: rows g and g + 8 (sum over this lane's columns).
+template <int KeyTiles>
+__device__ __forceinline__ void softmax_step(float (&s)[KeyTiles][4], float (&row_max)[2], float (&row_sum)[2],
+                                             float (&rescale)[2]) {
   float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int j = 0; j < KeyTiles; ++j)
@@ -203,14 +204,9 @@ __device__ __forceinline__ void online_softmax(float (&s)[KeyTiles][4], float (&
     tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
     const float new_max = fmaxf(row_max[r], tile_max[r]);
     base[r] = new_max == -INFINITY ? 0.0f : new_max;
-    const float rescale = exp2_approx(row_max[r] - base[r]);  // 0 while row_max is -inf
+    rescale[r] = exp2_approx(row_max[r] - base[r]);  // 0 while row_max is -inf
     row_max[r] = new_max;
-    row_sum[r] *= rescale;
-#pragma unroll
-    for (int j = 0; j < DimTiles; ++j) {
-      acc_o[j][2 * r] *= rescale;
-      acc_o[j][2 * r + 1] *= rescale;
-    }
+    row_sum[r] *= rescale[r];
   }
 #pragma unroll
   for (int j = 0; j < KeyTiles; ++j)
@@ -219,6 +215,24 @@ __device__ __forceinline__ void online_softmax(float (&s)[KeyTiles][4], float (&
       s[j][e] = exp2_approx(s[j][e] - base[e / 2]);
       row_sum[e / 2] += s[j][e];
     }
+}
+
+// O's rows g and g + 8 times their softmax rescale factors. acc_o: [DimTiles][4].
+template <int DimTiles>
+__device__ __forceinline__ void rescale_o(float (&acc_o)[DimTiles][4], const float (&rescale)[2]) {
+#pragma unroll
+  for (int j = 0; j < DimTiles; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_o[j][e] *= rescale[e / 2];
+}
+
+// The whole online softmax step of one fragment: softmax_step, then O rescaled at once.
+template <int KeyTiles, int DimTiles>
+__device__ __forceinline__ void online_softmax(float (&s)[KeyTiles][4], float (&acc_o)[DimTiles][4],
+                                               float (&row_max)[2], float (&row_sum)[2]) {
+  float rescale[2];
+  softmax_step(s, row_max, row_sum, rescale);
+  rescale_o(acc_o, rescale);
 }
 
 // P's A fragment for keys 16kk..16kk+15: C tiles 2kk (a[0], a[1]) and 2kk + 1 (a[2], a[3]), rounded to T.
