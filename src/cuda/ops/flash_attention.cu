@@ -277,7 +277,7 @@ __global__ void __launch_bounds__(kCombineWarps * 32)
 // tests use it to cover the mma.sync kernel on Hopper); other GPUs run the mma.sync one.
 struct ForwardKernel {
   void (*kernel)(Args);
-  int threads, smem_bytes, resident;
+  int threads, smem_bytes, block_m, resident;  // block_m: query rows a block
 };
 
 // Sets the chosen kernel's shared memory limit once a device (so launches need not).
@@ -285,9 +285,10 @@ template <class T, int D>
 ForwardKernel forward_kernel() {
   static std::array<std::atomic<int>, kCachedDevices> cache{};  // 2 * resident + (1 for wgmma): never 0
   auto choose = [](bool wgmma) {
-    return wgmma ? ForwardKernel{flash::sm90::flash_forward_wgmma_kernel<T, D>, flash::sm90::kThreads,
-                                 flash::sm90::Layout<D>::kSmemBytes, 0}
-                 : ForwardKernel{flash_forward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, 0};
+    using Sm90 = flash::sm90::Layout<D>;
+    return wgmma ? ForwardKernel{flash::sm90::flash_forward_wgmma_kernel<T, D>, Sm90::kThreads, Sm90::kSmemBytes,
+                                 Sm90::kBlockM, 0}
+                 : ForwardKernel{flash_forward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, kBlockM, 0};
   };
   const int cached = once_per_device(cache, [&] {
     const char* forced = std::getenv("IGNIS_FLASH_KERNEL");
@@ -305,11 +306,11 @@ ForwardKernel forward_kernel() {
   return k;
 }
 
-// flash_auto_splits' choice for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys, on a device that
-// holds `resident` blocks.
-int auto_splits(const Tensor& q, long long seqlen_k, bool causal, int resident) {
-  const long long blocks = static_cast<long long>(ceil_div(q.size(1), kBlockM)) * q.size(2) * q.size(0);
-  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), resident, causal);
+// flash_auto_splits' choice for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys, for the forward
+// kernel the device runs.
+int auto_splits(const Tensor& q, long long seqlen_k, bool causal, const ForwardKernel& forward) {
+  const long long blocks = static_cast<long long>(ceil_div(q.size(1), forward.block_m)) * q.size(2) * q.size(0);
+  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), forward.resident, causal);
 }
 
 // q, o: [batch, seqlen_q, heads_q, D]; k, v: [batch, seqlen_k, heads_kv, D]; lse: [batch, heads_q, seqlen_q] or
@@ -340,8 +341,8 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.window_right = window(params.window_right);
 
   const ForwardKernel forward = forward_kernel<T, D>();
-  const long long tiles = ceil_div(seqlen_q, kBlockM), heads = q.size(2), batch = q.size(0);
-  args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, forward.resident);
+  const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);
+  args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, forward);
   const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
                   static_cast<unsigned>(batch));
   auto run_forward = [&] {
@@ -360,11 +361,11 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   IGNIS_CHECK_LAUNCH();
 }
 
-// The resident blocks of the forward kernel for q's head dim (64 or 128, checked by the dispatcher).
+// The forward kernel for q's head dim (64 or 128, checked by the dispatcher).
 // q: [batch, seqlen_q, heads_q, head_dim].
 template <class T>
-int resident_blocks_dim(const Tensor& q) {
-  return q.size(3) == 64 ? forward_kernel<T, 64>().resident : forward_kernel<T, 128>().resident;
+ForwardKernel forward_kernel_dim(const Tensor& q) {
+  return q.size(3) == 64 ? forward_kernel<T, 64>() : forward_kernel<T, 128>();
 }
 
 // q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; lse, seqlens_k: as launch's.
@@ -381,9 +382,9 @@ void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
 }  // namespace
 
 int flash_attention_auto_splits(const Tensor& q, long long seqlen_k, bool causal) {
-  const int resident =
-      q.dtype() == DType::bf16 ? resident_blocks_dim<__nv_bfloat16>(q) : resident_blocks_dim<__half>(q);
-  return auto_splits(q, seqlen_k, causal, resident);
+  const ForwardKernel forward =
+      q.dtype() == DType::bf16 ? forward_kernel_dim<__nv_bfloat16>(q) : forward_kernel_dim<__half>(q);
+  return auto_splits(q, seqlen_k, causal, forward);
 }
 
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,

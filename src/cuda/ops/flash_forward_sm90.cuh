@@ -2,8 +2,8 @@
 // Flash attention forward on Hopper's warpgroup MMA (wgmma, sm_90a): the kernel flash_attention.cu launches
 // on compute capability 9.0.
 //
-// One block of two warpgroups (256 threads) per (128 query rows, query head, sequence); warpgroup w owns
-// rows 64w..64w+63, and within it warp i rows 16i..16i+15, in the C layout of flash_kernel_common.cuh.
+// One block of two warpgroups (three at head_dim 128) per (128 or 192 query rows, query head, sequence);
+// warpgroup w owns rows 64w..64w+63, and within it warp i rows 16i..16i+15, in the C layout of flash_kernel_common.cuh.
 // Per key tile of 64: S = Q K^T is one chain of D/16 wgmma m64n64k16 (A = Q and B = K, both from shared
 // memory), the softmax runs on S's registers as in the mma.sync kernel, and O += P V is one chain of four
 // wgmma m64nDk16 with P from registers (its A fragment is the mma.sync one) and V from shared memory.
@@ -24,15 +24,16 @@
 
 namespace ignis::cuda::flash::sm90 {
 
-inline constexpr int kWarpgroups = 2;
-inline constexpr int kThreads = kWarpgroups * 128;
-inline constexpr int kBlockM = kWarpgroups * 64;  // query rows a block
-inline constexpr int kBlockN = 64;                // keys a tile
-inline constexpr int kStages = 3;                 // K/V tiles in shared memory at once
+inline constexpr int kBlockN = 64;  // keys a tile
+inline constexpr int kStages = 3;   // K/V tiles in shared memory at once
 
 template <int D>
 struct Layout {
-  static constexpr int kLine = 128;                            // bytes of a swizzled row
+  // A 128-dim block needs 156 registers a thread, so an SM holds one: three warpgroups keep more warps on it
+  // than two. A 64-dim one (116 registers) fits twice with two.
+  static constexpr int kWarpgroups = D == 128 ? 3 : 2;
+  static constexpr int kThreads = kWarpgroups * 128;
+  static constexpr int kBlockM = kWarpgroups * 64;             // query rows a block
   static constexpr int kQBytes = kBlockM * D * 2;              // D/64 column blocks of kBlockM lines
   static constexpr int kKvBytes = kBlockN * D * 2;             // D/64 column blocks of kBlockN lines
   static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKvBytes + 1024;  // Q, K and V stages, room to align
@@ -46,11 +47,11 @@ __device__ __forceinline__ std::uint32_t swizzled(int rows, int row, int col) {
 
 // Copies rows [row0, row0 + Rows) of one head into a swizzled tile at shared address `tile`; rows at or past
 // `rows` become zeros. base: [rows, D], rows row_stride elements apart.
-template <class T, int D, int Rows>
+template <class T, int D, int Rows, int Threads>
 __device__ __forceinline__ void load_swizzled(std::uint32_t tile, const T* base, long long row_stride, int row0,
                                               int rows) {
   constexpr int kChunks = D / 8;
-  for (int c = threadIdx.x; c < Rows * kChunks; c += kThreads) {
+  for (int c = threadIdx.x; c < Rows * kChunks; c += Threads) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
     const bool valid = row0 + r < rows;
     const T* src = valid ? base + static_cast<long long>(row0 + r) * row_stride + col : base;
@@ -166,9 +167,10 @@ IGNIS_DEFINE_WGMMA(__half, "f16")
 // grid: (query tiles * splits, heads_q, batch); see plan_block. Compiled for sm_90a only (elsewhere the body
 // is empty and the launcher never picks it).
 template <class T, int D>
-__global__ void __launch_bounds__(kThreads) flash_forward_wgmma_kernel(const Args a) {
+__global__ void __launch_bounds__(Layout<D>::kThreads) flash_forward_wgmma_kernel(const Args a) {
 #if IGNIS_FLASH_WGMMA
   using L = Layout<D>;
+  constexpr int kBlockM = L::kBlockM, kThreads = L::kThreads;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // The swizzle is applied to address bits 4-9, so tiles start on 1024-byte boundaries.
   const std::uint32_t smem = (smem_address(smem_raw) + 1023u) & ~1023u;
@@ -188,8 +190,8 @@ __global__ void __launch_bounds__(kThreads) flash_forward_wgmma_kernel(const Arg
   auto load_keys = [&](int n) {  // key tile n into stage (n - n_first) % kStages, as one cp.async group
     const int stage = (n - w.n_first) % kStages;
     if (n <= w.n_last) {
-      load_swizzled<T, D, kBlockN>(s_k + stage * L::kKvBytes, w.k, w.kv_stride, n * kBlockN, w.seqlen_k);
-      load_swizzled<T, D, kBlockN>(s_v + stage * L::kKvBytes, w.v, w.kv_stride, n * kBlockN, w.seqlen_k);
+      load_swizzled<T, D, kBlockN, kThreads>(s_k + stage * L::kKvBytes, w.k, w.kv_stride, n * kBlockN, w.seqlen_k);
+      load_swizzled<T, D, kBlockN, kThreads>(s_v + stage * L::kKvBytes, w.v, w.kv_stride, n * kBlockN, w.seqlen_k);
     }
     cp_async_commit();
   };
@@ -232,7 +234,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_wgmma_kernel(const Arg
     for (int kk = 0; kk < kBlockN / 16; ++kk) pack_p<T>(s, kk, p[kk]);
   };
 
-  load_swizzled<T, D, kBlockM>(s_q, w.q, w.q_stride, w.m0, a.seqlen_q);
+  load_swizzled<T, D, kBlockM, kThreads>(s_q, w.q, w.q_stride, w.m0, a.seqlen_q);
   load_keys(w.n_first);
 
   float acc_o[D / 8][4];
