@@ -23,10 +23,12 @@ TEST(FlashSplitPlan, ASmallGridTakesTheSplitsOneWaveHolds) {
   // Half a wave: two splits fill it, a causal mask takes two more.
   EXPECT_EQ(flash_auto_splits(132, 64, 264, false), 2);
   EXPECT_EQ(flash_auto_splits(132, 64, 264, true), 4);
-  // More than half a wave: not split, under either mask.
+  // Up to three quarters of a wave: a full mask is not split, a causal one in three. Past that, neither.
+  EXPECT_EQ(flash_auto_splits(198, 32, 264, false), 1);
+  EXPECT_EQ(flash_auto_splits(198, 32, 264, true), 3);
+  EXPECT_EQ(flash_auto_splits(199, 32, 264, true), 1);
   EXPECT_EQ(flash_auto_splits(256, 32, 264, false), 1);
   EXPECT_EQ(flash_auto_splits(256, 32, 264, true), 1);
-  EXPECT_EQ(flash_auto_splits(133, 64, 264, true), 1);
 }
 
 TEST(FlashSplitPlan, ShortWalksAreNotSplitAndChunksKeepFourKeyTiles) {
