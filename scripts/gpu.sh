@@ -80,7 +80,8 @@ if has tests; then
     IGNIS_FLASH_KERNEL=mma_sync "$tests" --gtest_brief=1 --gtest_filter='*Flash*cuda*' > "$logs/tests-mma-sync.log" 2>&1
     status=$?
     summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/tests-mma-sync.log" | tr '\n' ' ')
-    row "flash cases, mma.sync kernel" "$([ $status -eq 0 ] && echo ok || echo FAILED): $summary ($(( $(date +%s) - start )) s)"
+    verdict=$([ $status -eq 0 ] && echo ok || echo FAILED)
+    row "flash cases, mma.sync kernel" "$verdict: $summary ($(( $(date +%s) - start )) s)"
     [ $status -eq 0 ] || failed=1
   fi
 fi

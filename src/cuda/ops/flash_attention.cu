@@ -1,4 +1,5 @@
-// Flash attention forward on tensor cores (mma.sync m16n8k16, fp32 accumulation, sm_80+).
+// Flash attention forward on tensor cores (mma.sync m16n8k16, fp32 accumulation, sm_80+), its launch, and the
+// launch of the wgmma kernel (flash_forward_sm90.cuh) that compute capability 9.0 runs instead.
 //
 // One thread block of 4 warps per (128 query rows, query head, sequence); warp w owns query rows
 // 32w..32w+31 of the block (two m16 fragments, so each K and V fragment read from shared memory feeds

@@ -3,11 +3,13 @@
 // on compute capability 9.0.
 //
 // One block of two warpgroups (three at head_dim 128) per (128 or 192 query rows, query head, sequence);
-// warpgroup w owns rows 64w..64w+63, and within it warp i rows 16i..16i+15, in the C layout of flash_kernel_common.cuh.
-// Per key tile of 64: S = Q K^T is one chain of D/16 wgmma m64n64k16 (A = Q and B = K, both from shared
-// memory), the softmax runs on S's registers as in the mma.sync kernel, and O += P V is one chain of four
-// wgmma m64nDk16 with P from registers (its A fragment is the mma.sync one) and V from shared memory.
-// All 256 threads copy the next K/V tile with cp.async while this one is computed.
+// warpgroup w owns rows 64w..64w+63, and within it warp i rows 16i..16i+15, in the C layout of
+// flash_kernel_common.cuh. Per key tile of 64: S = Q K^T is one chain of D/16 wgmma m64n64k16 (A = Q and
+// B = K, both from shared memory), the softmax runs on S's registers as in the mma.sync kernel, and O += P V
+// is one chain of four wgmma m64nDk16 with P from registers (its A fragment is the mma.sync one) and V from
+// shared memory. Tile n's Q K^T and tile n-1's P V are issued together, so tile n's softmax runs while P V
+// is on the tensor cores. Every thread copies tile n+1 with cp.async meanwhile, into the third of three
+// K/V stages (tile n's K and tile n-1's V are being read). See docs/PERF_NOTES.md "# Session 33".
 //
 // Shared tiles use the 128-byte swizzle wgmma reads: a tile of R rows x D columns is D/64 column blocks of
 // R rows x 128 bytes, and the 16-byte chunk c of row r sits at chunk c ^ (r % 8) of its 128-byte line.
@@ -145,13 +147,13 @@ struct Wgmma;
                                               std::uint64_t b) {                                                \
       asm volatile(IGNIS_WGMMA_PV64(TYPE)                                                                       \
                    : IGNIS_WGMMA_OPERANDS_32(acc)                                                               \
-                   : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b), "r"(1));                                       \
+                   : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b), "r"(1));                               \
     }                                                                                                           \
     static __device__ __forceinline__ void pv(float (&acc)[16][4], const std::uint32_t (&p)[4],                \
                                               std::uint64_t b) {                                                \
       asm volatile(IGNIS_WGMMA_PV128(TYPE)                                                                      \
                    : IGNIS_WGMMA_OPERANDS_32_FROM(acc, 0), IGNIS_WGMMA_OPERANDS_32_FROM(acc, 8)                 \
-                   : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b), "r"(1));                                       \
+                   : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b), "r"(1));                               \
     }                                                                                                           \
   };
 IGNIS_DEFINE_WGMMA(__nv_bfloat16, "bf16")
@@ -174,7 +176,8 @@ __global__ void __launch_bounds__(Layout<D>::kThreads) flash_forward_wgmma_kerne
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // The swizzle is applied to address bits 4-9, so tiles start on 1024-byte boundaries.
   const std::uint32_t smem = (smem_address(smem_raw) + 1023u) & ~1023u;
-  const std::uint32_t s_q = smem, s_k = s_q + L::kQBytes, s_v = s_k + kStages * L::kKvBytes;  // stage i at + i * kKvBytes
+  // Q, then K's stages, then V's (stage i at + i * kKvBytes).
+  const std::uint32_t s_q = smem, s_k = s_q + L::kQBytes, s_v = s_k + kStages * L::kKvBytes;
 
   BlockWork<T> w;
   if (!plan_block<T, D, kBlockM, kBlockN>(a, w)) return;
