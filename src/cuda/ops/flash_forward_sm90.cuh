@@ -167,7 +167,7 @@ IGNIS_DEFINE_WGMMA(__half, "f16")
 #endif
 
 // grid: (query tiles * splits, heads_q, batch); see plan_block. Compiled for sm_90a only (elsewhere the body
-// is empty and the launcher never picks it).
+// traps; the launcher picks it on compute capability 9.0, which the default build targets with sm_90a code).
 template <class T, int D>
 __global__ void __launch_bounds__(Layout<D>::kThreads) flash_forward_wgmma_kernel(const Args a) {
 #if IGNIS_FLASH_WGMMA
@@ -296,6 +296,8 @@ __global__ void __launch_bounds__(Layout<D>::kThreads) flash_forward_wgmma_kerne
   fence_fragments(p);
 
   store_rows<T>(a, w, row, t, acc_o, row_max, row_sum);
+#else
+  __trap();  // a build without sm_90a code for a compute capability 9.0 GPU: fail loudly, never write nothing
 #endif
 }
 
