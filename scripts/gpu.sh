@@ -74,6 +74,16 @@ if has tests; then
   verdict=$([ $status -eq 0 ] && echo ok || echo FAILED)
   row "gpu tests (${filter:-all}, on GPU)" "$verdict: $summary ($(( $(date +%s) - start )) s)"
   [ $status -eq 0 ] || { failed=1; grep -E '^\[  FAILED  \]' "$logs/tests.log" | head -30; }
+  # Hopper runs the wgmma flash kernel; the mma.sync one (every other GPU's) is covered by its cases again.
+  if grep -q "^9\.0" <(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1); then
+    start=$(date +%s)
+    IGNIS_FLASH_KERNEL=mma_sync "$tests" --gtest_brief=1 --gtest_filter='*Flash*cuda*' > "$logs/tests-mma-sync.log" 2>&1
+    status=$?
+    summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/tests-mma-sync.log" | tr '\n' ' ')
+    verdict=$([ $status -eq 0 ] && echo ok || echo FAILED)
+    row "flash cases, mma.sync kernel" "$verdict: $summary ($(( $(date +%s) - start )) s)"
+    [ $status -eq 0 ] || failed=1
+  fi
 fi
 
 if has sanitize; then

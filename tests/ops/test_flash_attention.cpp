@@ -135,8 +135,8 @@ TEST_P(FlashAttentionOp, LayoutOneFragment) {
   run_case(impl, shaped(1, 1, 1, 16, 16, 128), 1001);
 }
 
-// All 8 key tiles of S in one 64-key tile: first with the rows of two warps (one fragment each), then
-// all 4 warps with both of their 16-row fragments in one 128-query block.
+// All 8 key tiles of S in one 64-key tile: first 64 rows, then all 4 warps of the mma.sync kernel's 128-query
+// block with both of their 16-row fragments (on Hopper, both of the wgmma kernel's warpgroups).
 TEST_P(FlashAttentionOp, LayoutOneFullTile) {
   const Impl impl = GetParam();
   SKIP_UNLESS_FLASH(impl);

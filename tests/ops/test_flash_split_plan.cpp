@@ -16,17 +16,27 @@ TEST(FlashSplitPlan, AGridThatFillsTheGpuIsNotSplit) {
 }
 
 TEST(FlashSplitPlan, ASmallGridTakesTheSplitsOneWaveHolds) {
-  // A 1024-token prompt of a 9-head model (8 tiles x 9 heads) on 132 SMs holding 2 blocks each: the
-  // chunks keep four key tiles.
-  EXPECT_EQ(flash_auto_splits(72, 16, 264, true), 4);
+  // A 1024-token prompt of a 9-head model (8 tiles x 9 heads) on 132 SMs holding 2 blocks each: 3 splits
+  // are one wave (216 of 264); a causal mask takes one more.
   EXPECT_EQ(flash_auto_splits(72, 16, 264, false), 3);
-  // Half a wave: two splits fill it, a causal mask takes two more.
+  EXPECT_EQ(flash_auto_splits(72, 16, 264, true), 4);
+  // Half a wave: two splits fill it.
   EXPECT_EQ(flash_auto_splits(132, 64, 264, false), 2);
-  EXPECT_EQ(flash_auto_splits(132, 64, 264, true), 4);
-  // More than half a wave: not split, under either mask.
+  EXPECT_EQ(flash_auto_splits(132, 64, 264, true), 3);
+}
+
+TEST(FlashSplitPlan, SplitsAreCountedInWholeWaves) {
+  // 88 blocks on 132 SMs holding one each: 2 splits take two waves of half walks (no gain), 3 take two waves
+  // of third walks, 4 three waves of quarter walks.
+  EXPECT_EQ(flash_auto_splits(88, 64, 132, false), 3);
+  EXPECT_EQ(flash_auto_splits(88, 64, 132, true), 4);
+  // 198 of 264: 4 splits are exactly three waves of quarter walks.
+  EXPECT_EQ(flash_auto_splits(198, 32, 264, false), 4);
+  EXPECT_EQ(flash_auto_splits(198, 32, 264, true), 5);
+  // Past three quarters of a wave, neither mask is split.
+  EXPECT_EQ(flash_auto_splits(199, 32, 264, true), 1);
   EXPECT_EQ(flash_auto_splits(256, 32, 264, false), 1);
   EXPECT_EQ(flash_auto_splits(256, 32, 264, true), 1);
-  EXPECT_EQ(flash_auto_splits(133, 64, 264, true), 1);
 }
 
 TEST(FlashSplitPlan, ShortWalksAreNotSplitAndChunksKeepFourKeyTiles) {

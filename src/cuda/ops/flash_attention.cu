@@ -1,4 +1,5 @@
-// Flash attention forward on tensor cores (mma.sync m16n8k16, fp32 accumulation, sm_80+).
+// Flash attention forward on tensor cores (mma.sync m16n8k16, fp32 accumulation, sm_80+), its launch, and the
+// launch of the wgmma kernel (flash_forward_sm90.cuh) that compute capability 9.0 runs instead.
 //
 // One thread block of 4 warps per (128 query rows, query head, sequence); warp w owns query rows
 // 32w..32w+31 of the block (two m16 fragments, so each K and V fragment read from shared memory feeds
@@ -15,18 +16,25 @@
 #include <array>
 #include <atomic>
 #include <climits>
+#include <cstdlib>
+#include <string_view>
 
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scratch.h"
 #include "cuda/ops/flash_attention.h"
+#include "cuda/ops/flash_forward_sm90.cuh"
+#include "cuda/ops/flash_kernel_common.cuh"
 #include "cuda/ops/flash_mma.cuh"
 #include "cuda/ops/flash_split_plan.h"
 
 namespace ignis::cuda {
 namespace {
 
+using flash::Args;
 using flash::cp_async_16;
-using flash::exp2_approx;
+using flash::KeyRange;
+using flash::key_range;
+using flash::kLog2e;
 using flash::smem_address;
 
 constexpr int kWarps = 4;
@@ -35,9 +43,6 @@ constexpr int kWarpRows = 16 * kFrags;
 constexpr int kBlockM = kWarps * kWarpRows;  // query rows per block
 constexpr int kBlockN = 64;                  // keys per K/V tile
 constexpr int kThreads = kWarps * 32;
-constexpr double kLog2e = 1.4426950408889634;
-constexpr float kLn2 = 0.6931471805599453f;
-
 template <int D>
 struct Layout {
   static constexpr int kStride = D + 8;  // shared row stride in elements (16 bytes of padding)
@@ -46,55 +51,6 @@ struct Layout {
   // Q, then K buffers 0 and 1, then V buffers 0 and 1.
   static constexpr int kSmemBytes = (kQTile + 4 * kKvTile) * 2;
 };
-
-struct Args {
-  const void* q;          // [batch, seqlen_q, heads_q, D]
-  const void* k;          // [batch, seqlen_k, heads_kv, D]
-  const void* v;          // [batch, seqlen_k, heads_kv, D]
-  void* o;                // [batch, seqlen_q, heads_q, D]
-  float* lse;             // [batch, heads_q, seqlen_q], null for none
-  float* o_part;          // [splits, batch, seqlen_q, heads_q, D] when split: each split's normalized o
-  float* lse_part;        // [splits, batch, heads_q, seqlen_q] when split: each split's lse, -inf for no key
-  int splits;             // chunks of each query tile's key range, one block each; 1: o and lse directly
-  const int* seqlens_k;   // [batch]; null: every sequence has seqlen_k keys
-  int seqlen_q, seqlen_k;  // seqlen_k: rows of k and v per sequence (the capacity of a cache)
-  int heads_q, heads_kv, group;
-  float scale_log2;   // scale * log2(e), without softcap
-  float cap_inner;    // scale / softcap
-  float cap_log2;     // softcap * log2(e); 0 when softcap is off
-  bool causal;
-  int window_left, window_right;  // -1: unlimited
-};
-
-// Keys of rows [first_row, last_row] under the mask: `any_*` bounds the keys some row sees,
-// `all_*` the keys every row sees (a tile inside [all_lo, all_hi] needs no mask).
-struct KeyRange {
-  int any_lo, any_hi, all_lo, all_hi;
-};
-
-__device__ __forceinline__ KeyRange key_range(const Args& a, int seqlen_k, int diag, int first_row, int last_row) {
-  KeyRange r{0, seqlen_k - 1, 0, seqlen_k - 1};
-  if (a.window_left >= 0) {
-    r.any_lo = max(0, first_row + diag - a.window_left);
-    r.all_lo = last_row + diag - a.window_left;
-  }
-  if (a.causal) {
-    r.any_hi = min(r.any_hi, last_row + diag);
-    r.all_hi = min(r.all_hi, first_row + diag);
-  }
-  if (a.window_right >= 0) {
-    r.any_hi = min(r.any_hi, last_row + diag + a.window_right);
-    r.all_hi = min(r.all_hi, first_row + diag + a.window_right);
-  }
-  return r;
-}
-
-// tanh(x) = 1 - 2 / (2^(2x log2 e) + 1), with one MUFU exp2 and one reciprocal: tanhf's branches and
-// temporaries would not fit beside the kernel's live registers. Its absolute error is about 1e-7, which a
-// softcap multiplies into scores with an error of about cap * 1e-7; 2^x = inf gives 1, 2^x = 0 gives -1.
-__device__ __forceinline__ float tanh_by_exp2(float x) {
-  return 1.0f - 2.0f * __frcp_rn(1.0f + exp2_approx(x * static_cast<float>(2.0 * kLog2e)));
-}
 
 // Copies rows [row0, row0 + TileRows) of one head into a shared tile; rows at or past `rows` become zeros
 // (so masked keys never bring NaN into P V). base: row 0 of the head; row_stride in elements.
@@ -110,12 +66,7 @@ __device__ __forceinline__ void load_tile(T* tile, const T* base, long long row_
   }
 }
 
-// Marks the block's rows of one split as having seen no key. lse_part: [seqlen_q], the (split, b, h) row.
-__device__ __forceinline__ void mark_no_keys(float* lse_part, int m0, int seqlen_q) {
-  if (threadIdx.x < kBlockM && m0 + static_cast<int>(threadIdx.x) < seqlen_q) lse_part[m0 + threadIdx.x] = -INFINITY;
-}
-
-// grid: (query tiles * splits, heads_q, batch); block x = tile index from the last * splits + split.
+// grid: (query tiles * splits, heads_q, batch); see plan_block.
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
   constexpr int kStride = Layout<D>::kStride;
@@ -129,79 +80,22 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
   T* const s_k = s_q + Layout<D>::kQTile;  // buffer i at s_k + i * kKvTile
   T* const s_v = s_k + 2 * kKvTile;        // buffer i at s_v + i * kKvTile
 
-  // Blocks with later query rows see more keys under a causal mask: start them first.
-  const int tiles = static_cast<int>(gridDim.x) / a.splits;
-  const int split = static_cast<int>(blockIdx.x) % a.splits;
-  const int m0 = (tiles - 1 - static_cast<int>(blockIdx.x) / a.splits) * kBlockM;
-  const int h = blockIdx.y, b = blockIdx.z;
-  const int kv_h = h / a.group;
-  int seqlen_k = a.seqlen_k;
-  if (a.seqlens_k) seqlen_k = min(max(a.seqlens_k[b], 0), a.seqlen_k);
-  const int diag = seqlen_k - a.seqlen_q;  // query i's diagonal key is i + diag
-
-  const long long q_stride = static_cast<long long>(a.heads_q) * D;
-  const long long kv_stride = static_cast<long long>(a.heads_kv) * D;
-  const long long q_head0 = (static_cast<long long>(b) * a.seqlen_q * a.heads_q + h) * D;  // row 0 of (b, h)
-  const long long kv_head0 = (static_cast<long long>(b) * a.seqlen_k * a.heads_kv + kv_h) * D;
-  const T* q = static_cast<const T*>(a.q) + q_head0;
-  const T* k = static_cast<const T*>(a.k) + kv_head0;
-  const T* v = static_cast<const T*>(a.v) + kv_head0;
-  T* o = static_cast<T*>(a.o) + q_head0;
-  float* lse = a.lse ? a.lse + (static_cast<long long>(b) * a.heads_q + h) * a.seqlen_q : nullptr;
-  // This split's partial rows (null when the block writes o and lse itself).
-  const long long heads_rows = static_cast<long long>(gridDim.z) * a.heads_q * a.seqlen_q;  // rows of o
-  float* o_part = a.splits > 1 ? a.o_part + split * heads_rows * D + q_head0 : nullptr;
-  float* lse_part =
-      a.splits > 1 ? a.lse_part + split * heads_rows + (static_cast<long long>(b) * a.heads_q + h) * a.seqlen_q
-                   : nullptr;
-
-  const int block_last = min(m0 + kBlockM - 1, a.seqlen_q - 1);
-  const KeyRange block_keys = key_range(a, seqlen_k, diag, m0, block_last);
-  if (block_keys.any_lo > block_keys.any_hi && o_part) {  // the combine writes these rows' zeros
-    mark_no_keys(lse_part, m0, a.seqlen_q);
-    return;
-  }
-  if (block_keys.any_lo > block_keys.any_hi) {  // no row of the block sees a key (block-uniform)
-    for (int e = threadIdx.x; e < kBlockM * D; e += kThreads) {
-      const int r = e / D;
-      if (m0 + r < a.seqlen_q) o[(m0 + r) * q_stride + e % D] = static_cast<T>(0.0f);
-    }
-    if (lse && threadIdx.x < kBlockM && m0 + threadIdx.x < a.seqlen_q) lse[m0 + threadIdx.x] = -INFINITY;
-    return;
-  }
-  int n_first = block_keys.any_lo / kBlockN, n_last = block_keys.any_hi / kBlockN;
-  if (o_part) {  // this split's contiguous chunk of the key tiles
-    const int chunk = (n_last - n_first + a.splits) / a.splits;
-    n_first += split * chunk;
-    n_last = min(n_last, n_first + chunk - 1);
-    if (n_first > n_last) {
-      mark_no_keys(lse_part, m0, a.seqlen_q);
-      return;
-    }
-  }
+  flash::BlockWork<T> w;
+  if (!flash::plan_block<T, D, kBlockM, kBlockN>(a, w)) return;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const int warp_first = m0 + kWarpRows * warp;
+  const int warp_first = w.m0 + kWarpRows * warp;
   const int warp_last = min(warp_first + kWarpRows - 1, a.seqlen_q - 1);
   const bool warp_has_rows = warp_first < a.seqlen_q;
-  const KeyRange warp_keys = key_range(a, seqlen_k, diag, warp_first, warp_last);
-  // The keys [lo, hi] that this thread's rows see (fragment f's rows g and g + 8): a mask tile compares
-  // each column against two numbers instead of working out the mask's rules per score.
-  int row_lo[kFrags][2], row_hi[kFrags][2];
+  const KeyRange warp_keys = key_range(a, w.seqlen_k, w.diag, warp_first, warp_last);
+  int row_lo[kFrags][2], row_hi[kFrags][2];  // fragment f's rows g and g + 8
 #pragma unroll
-  for (int f = 0; f < kFrags; ++f)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = warp_first + 16 * f + 8 * r + g;
-      const KeyRange keys = key_range(a, seqlen_k, diag, row, row);
-      row_lo[f][r] = keys.any_lo;
-      row_hi[f][r] = keys.any_hi;
-    }
+  for (int f = 0; f < kFrags; ++f) flash::row_key_bounds(a, w, warp_first + 16 * f + g, row_lo[f], row_hi[f]);
 
-  load_tile<T, D, kBlockM>(s_q, q, q_stride, m0, a.seqlen_q);
-  load_tile<T, D, kBlockN>(s_k, k, kv_stride, n_first * kBlockN, seqlen_k);
-  load_tile<T, D, kBlockN>(s_v, v, kv_stride, n_first * kBlockN, seqlen_k);
+  load_tile<T, D, kBlockM>(s_q, w.q, w.q_stride, w.m0, a.seqlen_q);
+  load_tile<T, D, kBlockN>(s_k, w.k, w.kv_stride, w.n_first * kBlockN, w.seqlen_k);
+  load_tile<T, D, kBlockN>(s_v, w.v, w.kv_stride, w.n_first * kBlockN, w.seqlen_k);
   flash::cp_async_commit();
 
   // A fragment of fragment f's 16 rows at k-step kk: matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7),
@@ -211,7 +105,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
         frag, smem_address(s_q + (kWarpRows * warp + 16 * f + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8));
   };
   std::uint32_t q_frag[kQInRegisters ? kSteps : 1][kFrags][4];
-  float acc_o[kFrags][D / 8][4];  // O tiles: dim tile j holds dims 8j + 2t, +1 of the fragment's rows g and g + 8
+  float acc_o[kFrags][D / 8][4];  // O tiles of each fragment (C layout)
 #pragma unroll
   for (int f = 0; f < kFrags; ++f)
 #pragma unroll
@@ -227,18 +121,18 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
       row_sum[f][r] = 0.0f;
     }
 
-  for (int n = n_first; n <= n_last; ++n) {
-    const int buf = (n - n_first) & 1;
-    if (n < n_last) {
-      load_tile<T, D, kBlockN>(s_k + (buf ^ 1) * kKvTile, k, kv_stride, (n + 1) * kBlockN, seqlen_k);
-      load_tile<T, D, kBlockN>(s_v + (buf ^ 1) * kKvTile, v, kv_stride, (n + 1) * kBlockN, seqlen_k);
+  for (int n = w.n_first; n <= w.n_last; ++n) {
+    const int buf = (n - w.n_first) & 1;
+    if (n < w.n_last) {
+      load_tile<T, D, kBlockN>(s_k + (buf ^ 1) * kKvTile, w.k, w.kv_stride, (n + 1) * kBlockN, w.seqlen_k);
+      load_tile<T, D, kBlockN>(s_v + (buf ^ 1) * kKvTile, w.v, w.kv_stride, (n + 1) * kBlockN, w.seqlen_k);
     }
     flash::cp_async_commit();  // possibly empty, so that wait<1> below always means "tile n landed"
     flash::cp_async_wait<1>();
     __syncthreads();
 
     if constexpr (kQInRegisters) {
-      if (n == n_first) {
+      if (n == w.n_first) {
 #pragma unroll
         for (int kk = 0; kk < kSteps; ++kk)
 #pragma unroll
@@ -289,85 +183,21 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
         }
       }
 
-      // Scores into the log2 domain, masked to -inf. Element e of fragment f's key tile j: row rows[f][e / 2],
-      // key key0 + 8j + 2t + e % 2. The softcap test is uniform, so it is taken once for the whole tile.
-      if (a.cap_log2 > 0.0f) {
-#pragma unroll
-        for (int f = 0; f < kFrags; ++f)
-#pragma unroll
-          for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[f][j][e] = a.cap_log2 * tanh_by_exp2(s[f][j][e] * a.cap_inner);
-      } else {
-#pragma unroll
-        for (int f = 0; f < kFrags; ++f)
-#pragma unroll
-          for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[f][j][e] *= a.scale_log2;
-      }
-      if (key0 < warp_keys.all_lo || key0 + kBlockN - 1 > warp_keys.all_hi) {
-        const int column0 = key0 + 2 * t;  // the key of column 8j + e % 2 is column0 + 8j + e % 2
-#pragma unroll
-        for (int f = 0; f < kFrags; ++f)
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const int lo = row_lo[f][r] - column0, hi = row_hi[f][r] - column0;
-#pragma unroll
-            for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-              for (int c = 0; c < 2; ++c)
-                if (8 * j + c < lo || 8 * j + c > hi) s[f][j][2 * r + c] = -INFINITY;
-          }
-      }
-
+      const bool need_mask = key0 < warp_keys.all_lo || key0 + kBlockN - 1 > warp_keys.all_hi;
 #pragma unroll
       for (int f = 0; f < kFrags; ++f) {
-        float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) tile_max[e / 2] = fmaxf(tile_max[e / 2], s[f][j][e]);
-        float base[2];  // the max that exponents are taken against; 0 while a row has seen no key
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          // The 4 lanes of a quad hold the same row.
-          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-          const float new_max = fmaxf(row_max[f][r], tile_max[r]);
-          base[r] = new_max == -INFINITY ? 0.0f : new_max;
-          const float rescale = exp2_approx(row_max[f][r] - base[r]);  // 0 while row_max is -inf
-          row_max[f][r] = new_max;
-          row_sum[f][r] *= rescale;
-#pragma unroll
-          for (int j = 0; j < D / 8; ++j) {
-            acc_o[f][j][2 * r] *= rescale;
-            acc_o[f][j][2 * r + 1] *= rescale;
-          }
-        }
-#pragma unroll
-        for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            s[f][j][e] = exp2_approx(s[f][j][e] - base[e / 2]);
-            row_sum[f][e / 2] += s[f][j][e];
-          }
+        flash::scale_and_mask(s[f], a, need_mask, row_lo[f], row_hi[f], key0 + 2 * t);
+        flash::online_softmax(s[f], acc_o[f], row_max[f], row_sum[f]);
       }
 
-      // O += P V. P's A fragment for keys 16kk..16kk+15 is C tiles 2kk (a[0], a[1]) and 2kk+1
-      // (a[2], a[3]). B[k][n] = V[key k][dim n] needs the transposed load. Matrices per x4:
+      // O += P V. B[k][n] = V[key k][dim n] needs the transposed load. Matrices per x4:
       // (keys 0-7, dims 0-7) = b0 of dim tile 2dp, (keys 8-15, dims 0-7) = b1 of 2dp,
       // (keys 0-7, dims 8-15) = b0 of 2dp+1, (keys 8-15, dims 8-15) = b1 of 2dp+1.
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
         std::uint32_t pa[kFrags][4];
 #pragma unroll
-        for (int f = 0; f < kFrags; ++f) {
-          pa[f][0] = flash::pack2<T>(s[f][2 * kk][0], s[f][2 * kk][1]);
-          pa[f][1] = flash::pack2<T>(s[f][2 * kk][2], s[f][2 * kk][3]);
-          pa[f][2] = flash::pack2<T>(s[f][2 * kk + 1][0], s[f][2 * kk + 1][1]);
-          pa[f][3] = flash::pack2<T>(s[f][2 * kk + 1][2], s[f][2 * kk + 1][3]);
-        }
+        for (int f = 0; f < kFrags; ++f) flash::pack_p<T>(s[f], kk, pa[f]);
 #pragma unroll
         for (int dp = 0; dp < kSteps; ++dp) {
           std::uint32_t vb[4];
@@ -387,33 +217,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
 
 #pragma unroll
   for (int f = 0; f < kFrags; ++f)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float sum = row_sum[f][r];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const int row = warp_first + 16 * f + 8 * r + g;
-      if (row >= a.seqlen_q) continue;
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // a row without a visible key has sum 0 and o 0
-      const float row_lse = sum > 0.0f ? row_max[f][r] * kLn2 + logf(sum) : -INFINITY;
-      if (o_part) {  // the combine drops o where lse is -inf, so such rows need not write it
-        float* part = o_part + row * q_stride;
-        if (sum > 0.0f) {
-#pragma unroll
-          for (int j = 0; j < D / 8; ++j)
-            *reinterpret_cast<float2*>(part + 8 * j + 2 * t) =
-                make_float2(acc_o[f][j][2 * r] * inv, acc_o[f][j][2 * r + 1] * inv);
-        }
-        if (t == 0) lse_part[row] = row_lse;
-        continue;
-      }
-      T* out = o + row * q_stride;
-#pragma unroll
-      for (int j = 0; j < D / 8; ++j)
-        *reinterpret_cast<std::uint32_t*>(out + 8 * j + 2 * t) =
-            flash::pack2<T>(acc_o[f][j][2 * r] * inv, acc_o[f][j][2 * r + 1] * inv);
-      if (lse && t == 0) lse[row] = row_lse;
-    }
+    flash::store_rows<T>(a, w, warp_first + 16 * f + g, t, acc_o[f], row_max[f], row_sum[f]);
 }
 
 constexpr int kCombineWarps = 8;  // warps a combine block
@@ -469,26 +273,45 @@ __global__ void __launch_bounds__(kCombineWarps * 32)
   if (lse && lane == 0) lse[lse_at] = total > 0.0f ? top + logf(total) : -INFINITY;
 }
 
-// Sets the kernel's shared memory limit once a device; returns the blocks of it the device holds at once.
+// The forward kernel a device runs and how many of its blocks the device holds at once. Compute capability 9.0
+// runs the wgmma kernel (flash_forward_sm90.cuh), unless the environment sets IGNIS_FLASH_KERNEL=mma_sync (the
+// tests use it to cover the mma.sync kernel on Hopper); other GPUs run the mma.sync one.
+struct ForwardKernel {
+  void (*kernel)(Args);
+  int threads, smem_bytes, block_m, resident;  // block_m: query rows a block
+};
+
+// Sets the chosen kernel's shared memory limit once a device (so launches need not).
 template <class T, int D>
-int resident_blocks() {
-  static std::array<std::atomic<int>, kCachedDevices> cache{};
-  return once_per_device(cache, [] {
-    constexpr int kSmem = Layout<D>::kSmemBytes;
-    IGNIS_CUDA_CHECK(
-        cudaFuncSetAttribute(flash_forward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+ForwardKernel forward_kernel() {
+  static std::array<std::atomic<int>, kCachedDevices> cache{};  // 2 * resident + (1 for wgmma): never 0
+  auto choose = [](bool wgmma) {
+    using Sm90 = flash::sm90::Layout<D>;
+    return wgmma ? ForwardKernel{flash::sm90::flash_forward_wgmma_kernel<T, D>, Sm90::kThreads, Sm90::kSmemBytes,
+                                 Sm90::kBlockM, 0}
+                 : ForwardKernel{flash_forward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, kBlockM, 0};
+  };
+  const int cached = once_per_device(cache, [&] {
+    const char* forced = std::getenv("IGNIS_FLASH_KERNEL");
+    const bool wgmma = device_attribute(cudaDevAttrComputeCapabilityMajor) == 9 &&
+                       device_attribute(cudaDevAttrComputeCapabilityMinor) == 0 &&
+                       !(forced && std::string_view(forced) == "mma_sync");
+    const ForwardKernel k = choose(wgmma);
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
     int per_sm = 0;
-    IGNIS_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, flash_forward_kernel<T, D>, kThreads, kSmem));
-    return std::max(per_sm, 1) * sm_count();
+    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.kernel, k.threads, k.smem_bytes));
+    return 2 * std::max(per_sm, 1) * sm_count() + (wgmma ? 1 : 0);
   });
+  ForwardKernel k = choose(cached % 2 == 1);
+  k.resident = cached / 2;
+  return k;
 }
 
-// flash_auto_splits' choice for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys, on a device that
-// holds `resident` blocks.
-int auto_splits(const Tensor& q, long long seqlen_k, bool causal, int resident) {
-  const long long blocks = static_cast<long long>(ceil_div(q.size(1), kBlockM)) * q.size(2) * q.size(0);
-  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), resident, causal);
+// flash_auto_splits' choice for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys, for the forward
+// kernel the device runs.
+int auto_splits(const Tensor& q, long long seqlen_k, bool causal, const ForwardKernel& forward) {
+  const long long blocks = static_cast<long long>(ceil_div(q.size(1), forward.block_m)) * q.size(2) * q.size(0);
+  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), forward.resident, causal);
 }
 
 // q, o: [batch, seqlen_q, heads_q, D]; k, v: [batch, seqlen_k, heads_kv, D]; lse: [batch, heads_q, seqlen_q] or
@@ -518,34 +341,32 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.window_left = window(params.window_left);
   args.window_right = window(params.window_right);
 
-  constexpr int kSmem = Layout<D>::kSmemBytes;
-  const long long tiles = ceil_div(seqlen_q, kBlockM), heads = q.size(2), batch = q.size(0);
-  const int resident = resident_blocks<T, D>();  // also sets the shared memory limit, so asked on every launch
-  args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, resident);
+  const ForwardKernel forward = forward_kernel<T, D>();
+  const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);
+  args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, forward);
   const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
                   static_cast<unsigned>(batch));
-  if (args.splits == 1) {
-    flash_forward_kernel<T, D><<<grid, kThreads, kSmem, to_cuda(stream)>>>(args);
+  auto run_forward = [&] {
+    forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
     IGNIS_CHECK_LAUNCH();
-    return;
-  }
+  };
+  if (args.splits == 1) return run_forward();
   const long long rows = batch * seqlen_q * heads;
   const std::size_t o_bytes = align_up(static_cast<std::size_t>(args.splits * rows * D) * sizeof(float));
   const Scratch scratch(o_bytes + static_cast<std::size_t>(args.splits * rows) * sizeof(float), stream);
   args.o_part = scratch.at<float>(0);
   args.lse_part = scratch.at<float>(o_bytes);
-  flash_forward_kernel<T, D><<<grid, kThreads, kSmem, to_cuda(stream)>>>(args);
-  IGNIS_CHECK_LAUNCH();
+  run_forward();
   flash_combine_kernel<T, D><<<ceil_div(rows, kCombineRowsPerBlock<D>), kCombineWarps * 32, 0, to_cuda(stream)>>>(
       args.o_part, args.lse_part, o.data_as<T>(), args.lse, args.splits, rows, args.seqlen_q, args.heads_q);
   IGNIS_CHECK_LAUNCH();
 }
 
-// resident_blocks of the kernel for q's head dim (64 or 128, checked by the dispatcher).
+// The forward kernel for q's head dim (64 or 128, checked by the dispatcher).
 // q: [batch, seqlen_q, heads_q, head_dim].
 template <class T>
-int resident_blocks_dim(const Tensor& q) {
-  return q.size(3) == 64 ? resident_blocks<T, 64>() : resident_blocks<T, 128>();
+ForwardKernel forward_kernel_dim(const Tensor& q) {
+  return q.size(3) == 64 ? forward_kernel<T, 64>() : forward_kernel<T, 128>();
 }
 
 // q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; lse, seqlens_k: as launch's.
@@ -562,9 +383,9 @@ void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
 }  // namespace
 
 int flash_attention_auto_splits(const Tensor& q, long long seqlen_k, bool causal) {
-  const int resident =
-      q.dtype() == DType::bf16 ? resident_blocks_dim<__nv_bfloat16>(q) : resident_blocks_dim<__half>(q);
-  return auto_splits(q, seqlen_k, causal, resident);
+  const ForwardKernel forward =
+      q.dtype() == DType::bf16 ? forward_kernel_dim<__nv_bfloat16>(q) : forward_kernel_dim<__half>(q);
+  return auto_splits(q, seqlen_k, causal, forward);
 }
 
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,

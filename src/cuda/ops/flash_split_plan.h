@@ -20,17 +20,23 @@ inline constexpr long long kMaxAutoFlashSplits = 16;
 // Splits for a grid of `blocks` blocks (query tiles x heads x batch) whose tiles see at most `key_tiles`
 // key tiles, on a GPU that holds `resident` of these blocks at once. Measured (H200 and H100, sessions 32 and
 // 33 of docs/PERF_NOTES.md): splitting pays where SMs would idle, and a merge costs more than a walk of fewer
-// than 16 key tiles saves, or than the SMs a grid of more than half a wave leaves idle (a causal B2 S1024 H16
-// D64 grid, 256 blocks of 264, lost 17-19% at 2 and 3 splits). So: none past half a wave; otherwise as many
-// splits as one wave holds, floor(resident / blocks), two more under a causal mask (half its tiles walk less
-// than half the keys and end early, leaving the GPU to the long tiles' chunks), at least four key tiles a
-// chunk, at most kMaxAutoFlashSplits.
+// than 16 key tiles saves, or than the SMs a grid of most of a wave leaves idle (a causal B2 S1024 H16 D64
+// grid, 256 blocks of 264, lost 17-19% at 2 and 3 splits). So none past three quarters of a wave. Below that,
+// n splits take ceil(n * blocks / resident) waves of 1/n of the walk each: the count with the fewest such
+// walks (the fewest splits among equals) is what full masks measured best, 2 and 4 splits of 88 blocks on 132
+// SMs losing to 3 (two whole waves). A causal mask takes one more: half its tiles walk less than half the keys
+// and end early. At least four key tiles a chunk, at most kMaxAutoFlashSplits.
 inline int flash_auto_splits(long long blocks, long long key_tiles, long long resident, bool causal) {
-  if (blocks <= 0 || blocks >= resident || key_tiles < 16) return 1;
-  const long long wave = resident / blocks;
-  if (wave < 2) return 1;
-  const long long splits = std::min({wave + (causal ? 2 : 0), key_tiles / 4, kMaxAutoFlashSplits});
-  return splits < 2 ? 1 : static_cast<int>(splits);
+  if (blocks <= 0 || 4 * blocks > 3 * resident || key_tiles < 16) return 1;
+  const long long most = std::min(key_tiles / 4, kMaxAutoFlashSplits);
+  long long best = 1;
+  for (long long n = 2; n <= most; ++n) {
+    // Walk time of n splits against best's, in the same units: waves(n) / n < waves(best) / best.
+    const long long waves = (n * blocks + resident - 1) / resident;
+    const long long best_waves = (best * blocks + resident - 1) / resident;
+    if (waves * best < best_waves * n) best = n;
+  }
+  return static_cast<int>(std::min(best + (causal ? 1 : 0), most));
 }
 
 }  // namespace ignis::cuda
