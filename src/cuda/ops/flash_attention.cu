@@ -107,11 +107,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
   std::uint32_t q_frag[kQInRegisters ? kSteps : 1][kFrags][4];
   float acc_o[kFrags][D / 8][4];  // O tiles of each fragment (C layout)
 #pragma unroll
-  for (int f = 0; f < kFrags; ++f)
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc_o[f][j][e] = 0.0f;
+  for (int f = 0; f < kFrags; ++f) flash::zero_tiles(acc_o[f]);
   float row_max[kFrags][2], row_sum[kFrags][2];  // max in the log2 domain; sum over this thread's columns only
 #pragma unroll
   for (int f = 0; f < kFrags; ++f)
@@ -152,11 +148,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const Args a) {
       // a 16-row warp.
       float s[kFrags][kBlockN / 8][4];
 #pragma unroll
-      for (int f = 0; f < kFrags; ++f)
-#pragma unroll
-        for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[f][j][e] = 0.0f;
+      for (int f = 0; f < kFrags; ++f) flash::zero_tiles(s[f]);
 #pragma unroll
       for (int kk = 0; kk < kSteps; ++kk) {
         std::uint32_t qa[kFrags][4];

@@ -105,16 +105,9 @@ struct Wgmma;
 #define IGNIS_WGMMA_S(TYPE)                                                                                     \
   "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                  \
   "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "                                               \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
   "%23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-#define IGNIS_WGMMA_OPERANDS_32(acc)                                                                            \
-  "+f"(acc[0][0]), "+f"(acc[0][1]), "+f"(acc[0][2]), "+f"(acc[0][3]), "+f"(acc[1][0]), "+f"(acc[1][1]),         \
-      "+f"(acc[1][2]), "+f"(acc[1][3]), "+f"(acc[2][0]), "+f"(acc[2][1]), "+f"(acc[2][2]), "+f"(acc[2][3]),     \
-      "+f"(acc[3][0]), "+f"(acc[3][1]), "+f"(acc[3][2]), "+f"(acc[3][3]), "+f"(acc[4][0]), "+f"(acc[4][1]),     \
-      "+f"(acc[4][2]), "+f"(acc[4][3]), "+f"(acc[5][0]), "+f"(acc[5][1]), "+f"(acc[5][2]), "+f"(acc[5][3]),     \
-      "+f"(acc[6][0]), "+f"(acc[6][1]), "+f"(acc[6][2]), "+f"(acc[6][3]), "+f"(acc[7][0]), "+f"(acc[7][1]),     \
-      "+f"(acc[7][2]), "+f"(acc[7][3])
-#define IGNIS_WGMMA_OPERANDS_32_FROM(acc, j0)                                                                   \
+#define IGNIS_WGMMA_ACC32(acc, j0)                                                                              \
   "+f"(acc[j0 + 0][0]), "+f"(acc[j0 + 0][1]), "+f"(acc[j0 + 0][2]), "+f"(acc[j0 + 0][3]),                       \
       "+f"(acc[j0 + 1][0]), "+f"(acc[j0 + 1][1]), "+f"(acc[j0 + 1][2]), "+f"(acc[j0 + 1][3]),                   \
       "+f"(acc[j0 + 2][0]), "+f"(acc[j0 + 2][1]), "+f"(acc[j0 + 2][2]), "+f"(acc[j0 + 2][3]),                   \
@@ -126,12 +119,12 @@ struct Wgmma;
 #define IGNIS_WGMMA_PV64(TYPE)                                                                                  \
   "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                                  \
   "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "                                               \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
   "%23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
 #define IGNIS_WGMMA_PV128(TYPE)                                                                                 \
   "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                                  \
   "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " "                                              \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
   "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "   \
   "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "       \
   "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
@@ -139,20 +132,20 @@ struct Wgmma;
 #define IGNIS_DEFINE_WGMMA(T, TYPE)                                                                             \
   template <>                                                                                                   \
   struct Wgmma<T> {                                                                                             \
-    static __device__ __forceinline__ void s(float (&acc)[8][4], std::uint64_t a, std::uint64_t b,            \
+    static __device__ __forceinline__ void s(float (&acc)[8][4], std::uint64_t a, std::uint64_t b,              \
                                              int accumulate) {                                                  \
-      asm volatile(IGNIS_WGMMA_S(TYPE) : IGNIS_WGMMA_OPERANDS_32(acc) : "l"(a), "l"(b), "r"(accumulate));     \
+      asm volatile(IGNIS_WGMMA_S(TYPE) : IGNIS_WGMMA_ACC32(acc, 0) : "l"(a), "l"(b), "r"(accumulate));          \
     }                                                                                                           \
-    static __device__ __forceinline__ void pv(float (&acc)[8][4], const std::uint32_t (&p)[4],                 \
+    static __device__ __forceinline__ void pv(float (&acc)[8][4], const std::uint32_t (&p)[4],                  \
                                               std::uint64_t b) {                                                \
       asm volatile(IGNIS_WGMMA_PV64(TYPE)                                                                       \
-                   : IGNIS_WGMMA_OPERANDS_32(acc)                                                               \
+                   : IGNIS_WGMMA_ACC32(acc, 0)                                                                  \
                    : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b), "r"(1));                               \
     }                                                                                                           \
-    static __device__ __forceinline__ void pv(float (&acc)[16][4], const std::uint32_t (&p)[4],                \
+    static __device__ __forceinline__ void pv(float (&acc)[16][4], const std::uint32_t (&p)[4],                 \
                                               std::uint64_t b) {                                                \
       asm volatile(IGNIS_WGMMA_PV128(TYPE)                                                                      \
-                   : IGNIS_WGMMA_OPERANDS_32_FROM(acc, 0), IGNIS_WGMMA_OPERANDS_32_FROM(acc, 8)                 \
+                   : IGNIS_WGMMA_ACC32(acc, 0), IGNIS_WGMMA_ACC32(acc, 8)                                       \
                    : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b), "r"(1));                               \
     }                                                                                                           \
   };
@@ -160,8 +153,7 @@ IGNIS_DEFINE_WGMMA(__nv_bfloat16, "bf16")
 IGNIS_DEFINE_WGMMA(__half, "f16")
 #undef IGNIS_DEFINE_WGMMA
 #undef IGNIS_WGMMA_S
-#undef IGNIS_WGMMA_OPERANDS_32
-#undef IGNIS_WGMMA_OPERANDS_32_FROM
+#undef IGNIS_WGMMA_ACC32
 #undef IGNIS_WGMMA_PV64
 #undef IGNIS_WGMMA_PV128
 #endif
@@ -241,10 +233,7 @@ __global__ void __launch_bounds__(Layout<D>::kThreads) flash_forward_wgmma_kerne
   load_keys(w.n_first);
 
   float acc_o[D / 8][4];
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc_o[j][e] = 0.0f;
+  zero_tiles(acc_o);
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}, rescale[2];
   std::uint32_t p[kBlockN / 16][4];  // P of the tile before the current one, waiting for its P V
 

@@ -65,6 +65,15 @@ __device__ __forceinline__ float tanh_by_exp2(float x) {
   return 1.0f - 2.0f * __frcp_rn(1.0f + exp2_approx(x * static_cast<float>(2.0 * kLog2e)));
 }
 
+// Zeros a fragment's accumulator tiles. acc: [Tiles][4].
+template <int Tiles>
+__device__ __forceinline__ void zero_tiles(float (&acc)[Tiles][4]) {
+#pragma unroll
+  for (int j = 0; j < Tiles; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+}
+
 // Where one block's work lies: its query tile, its (b, h) pointers, and the key tiles it walks.
 template <class T>
 struct BlockWork {
