@@ -40,6 +40,16 @@ void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, con
                                      const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
                                      const AttentionParams& params, std::int64_t num_splits = 0, Stream stream = {});
 
+// Gradients of sum(dout * o) for o = flash_attention_forward(q, k, v) with the same params: dq like q, dk and
+// dv like k (each summed over the query heads of its group). o and lse are the forward's outputs (lse
+// required). dout, dq: [batch, seqlen_q, heads_q, head_dim]; the rest as flash_attention_forward's: bf16 or
+// f16, head_dim 64 or 128, contiguous, one CUDA device, 16-byte aligned. P is recomputed from lse and the
+// seqlen_q x seqlen_k matrix is never stored. dq is summed over key tiles with fp32 atomics, so its rounding
+// may differ from call to call; dk and dv do not.
+void flash_attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                              const Tensor& lse, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                              const AttentionParams& params, Stream stream = {});
+
 // The num_splits that 0 would choose for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys
 // under params' mask, on the current CUDA device.
 std::int64_t flash_attention_auto_splits(const Tensor& q, std::int64_t seqlen_k, const AttentionParams& params);
