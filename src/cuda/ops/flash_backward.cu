@@ -17,17 +17,21 @@
 #include <array>
 #include <atomic>
 #include <climits>
+#include <cstdlib>
+#include <string_view>
 
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scratch.h"
 #include "cuda/ops/flash_backward.h"
+#include "cuda/ops/flash_backward_common.cuh"
+#include "cuda/ops/flash_backward_sm90.cuh"
 #include "cuda/ops/flash_kernel_common.cuh"
 #include "cuda/ops/flash_mma.cuh"
 
 namespace ignis::cuda {
 namespace {
 
-using flash::cp_async_16;
+using flash::BackwardArgs;
 using flash::kLog2e;
 using flash::smem_address;
 
@@ -44,38 +48,6 @@ struct Layout {
   // K, V, Q buffers 0 and 1, dout buffers 0 and 1, dS^T (all T); then lse and delta, two buffers each (f32).
   static constexpr int kSmemBytes = (6 * kTile + kBlockN * kDsStride) * 2 + 4 * kBlockM * 4;
 };
-
-struct BackwardArgs {
-  const void* q;       // [batch, seqlen_q, heads_q, D]
-  const void* k;       // [batch, seqlen_k, heads_kv, D]
-  const void* v;       // [batch, seqlen_k, heads_kv, D]
-  const void* dout;    // [batch, seqlen_q, heads_q, D]
-  const float* lse;    // [batch, heads_q, seqlen_q], the forward's (natural log)
-  const float* delta;  // [batch, heads_q, seqlen_q]
-  float* dq_accum;     // [batch, seqlen_q, heads_q, D], zeroed
-  void* dk;            // [batch, seqlen_k, heads_kv, D]
-  void* dv;            // [batch, seqlen_k, heads_kv, D]
-  int seqlen_q, seqlen_k, heads_q, heads_kv, group;
-  float scale;       // of q.k
-  float scale_log2;  // scale * log2(e), without softcap
-  float cap_inner;   // scale / softcap
-  float cap_log2;    // softcap * log2(e); 0 when softcap is off
-  bool causal;
-  int window_left, window_right;  // -1: unlimited
-};
-
-// The queries [lo, hi] that see key j, the key-side view of the forward's key_range: with diag = seqlen_k -
-// seqlen_q, query i sees j when j <= i + diag (causal), j <= i + diag + window_right and j >= i + diag -
-// window_left. lo > hi when none does (and for keys past seqlen_k). Both ends grow with j.
-__device__ __forceinline__ void queries_of_key(const BackwardArgs& a, int j, int& lo, int& hi) {
-  const int diag = a.seqlen_k - a.seqlen_q;
-  lo = 0;
-  hi = a.seqlen_q - 1;
-  const int right = a.causal ? 0 : a.window_right;  // causal with a window_right >= 0: causal is the tighter
-  if (right >= 0) lo = max(lo, j - diag - right);
-  if (a.window_left >= 0) hi = min(hi, j - diag + a.window_left);
-  if (j >= a.seqlen_k) hi = -1;
-}
 
 // The dq accumulator's rows: kLanes lanes a row, 8 dims (16 bytes of T) a lane.
 constexpr int kPrepareThreads = 256;
@@ -124,32 +96,6 @@ __global__ void flash_backward_finish_kernel(const float* __restrict__ dq_accum,
                                                  flash::pack2<T>(y.x, y.y), flash::pack2<T>(y.z, y.w));
 }
 
-// Adds two fp32 values to consecutive accumulator elements (8-byte aligned): one vector atomic on sm_90.
-__device__ __forceinline__ void add_pair(float* at, float x, float y) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  atomicAdd(reinterpret_cast<float2*>(at), make_float2(x, y));
-#else
-  atomicAdd(at, x);
-  atomicAdd(at + 1, y);
-#endif
-}
-
-// Stores one warp's 16 rows of a [16, D] accumulator (C layout) as T: rows row0 + g and row0 + g + 8 that are
-// below `rows`. acc: [D / 8][4]; base: [rows, D], rows `stride` elements apart.
-template <class T, int D>
-__device__ __forceinline__ void store_key_rows(T* base, long long stride, int row0, int rows, int g, int t,
-                                               const float (&acc)[D / 8][4]) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int j = row0 + g + 8 * r;
-    if (j >= rows) continue;
-#pragma unroll
-    for (int c = 0; c < D / 8; ++c)
-      *reinterpret_cast<std::uint32_t*>(base + j * stride + 8 * c + 2 * t) =
-          flash::pack2<T>(acc[c][2 * r], acc[c][2 * r + 1]);
-  }
-}
-
 // grid: (key tiles, heads_kv, batch); see the file comment.
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads) flash_backward_kernel(const BackwardArgs a) {
@@ -177,44 +123,30 @@ __global__ void __launch_bounds__(kThreads) flash_backward_kernel(const Backward
   T* const dk = static_cast<T*>(a.dk) + kv_head0;
   T* const dv = static_cast<T*>(a.dv) + kv_head0;
 
-  // The queries some key of the tile sees: from the first key's lowest to the last key's highest.
-  int lo_first, hi_first, lo_last, hi_last;
-  queries_of_key(a, n0, lo_first, hi_first);
-  queries_of_key(a, min(n0 + kBlockN, a.seqlen_k) - 1, lo_last, hi_last);
   const int row0 = n0 + 16 * warp;  // this warp's first key
   float acc_dk[D / 8][4], acc_dv[D / 8][4];
   flash::zero_tiles(acc_dk);
   flash::zero_tiles(acc_dv);
-  if (lo_first > hi_last) {  // no query sees these keys: their gradients are zero
-    store_key_rows<T, D>(dk, kv_stride, row0, a.seqlen_k, g, t, acc_dk);
-    store_key_rows<T, D>(dv, kv_stride, row0, a.seqlen_k, g, t, acc_dv);
+  flash::QuerySteps<kBlockN, kBlockM> plan;
+  if (!plan.plan(a, n0, kv_head)) {  // no query sees these keys: their gradients are zero
+    flash::store_key_rows<T, D>(dk, kv_stride, row0, a.seqlen_k, g, t, acc_dk);
+    flash::store_key_rows<T, D>(dv, kv_stride, row0, a.seqlen_k, g, t, acc_dv);
     return;
   }
   int key_lo[2], key_hi[2];  // the queries that see this lane's keys row0 + g and row0 + g + 8
 #pragma unroll
-  for (int r = 0; r < 2; ++r) queries_of_key(a, row0 + g + 8 * r, key_lo[r], key_hi[r]);
+  for (int r = 0; r < 2; ++r) flash::queries_of_key(a, row0 + g + 8 * r, key_lo[r], key_hi[r]);
 
-  const int m_first = lo_first / kBlockM, tiles = hi_last / kBlockM - m_first + 1;
-  const int steps = tiles * a.group;  // every query tile of every query head of the group
-  auto step_head = [&](int step) { return kv_head * a.group + step / tiles; };
-  auto step_m0 = [&](int step) { return (m_first + step % tiles) * kBlockM; };
   auto load_step = [&](int step, int buf) {
-    const int h = step_head(step), m0 = step_m0(step);
+    const int h = plan.head(step), m0 = plan.m0(step);
     const long long q_head0 = (static_cast<long long>(b) * a.seqlen_q * a.heads_q + h) * D;
     flash::load_padded_rows<T, D, kBlockM, kThreads>(s_q + buf * kTile, static_cast<const T*>(a.q) + q_head0,
                                                      q_stride, m0, a.seqlen_q);
     flash::load_padded_rows<T, D, kBlockM, kThreads>(s_dout + buf * kTile, static_cast<const T*>(a.dout) + q_head0,
                                                      q_stride, m0, a.seqlen_q);
-    // Thread x < kBlockM copies query m0 + x's lse, the next kBlockM its delta; past seqlen_q they read 0 (their
-    // scores are masked, and their dout rows are zeros).
-    const long long row = (static_cast<long long>(b) * a.heads_q + h) * a.seqlen_q + m0 + threadIdx.x % kBlockM;
-    const bool valid = m0 + static_cast<int>(threadIdx.x % kBlockM) < a.seqlen_q;
-    const float* src = threadIdx.x < kBlockM ? a.lse : a.delta;
-    flash::cp_async_4(smem_address(s_lse + buf * kBlockM + (threadIdx.x < kBlockM ? 0 : 2 * kBlockM) +
-                                   threadIdx.x % kBlockM),
-                      valid ? src + row : src, valid);
+    flash::load_step_stats<kBlockM>(a, b, h, m0, smem_address(s_lse + buf * kBlockM),
+                                    smem_address(s_delta + buf * kBlockM));
   };
-  static_assert(kThreads == 2 * kBlockM, "one thread copies each lse and delta value of a step");
 
   flash::load_padded_rows<T, D, kBlockN, kThreads>(s_k, static_cast<const T*>(a.k) + kv_head0, kv_stride, n0,
                                                    a.seqlen_k);
@@ -223,14 +155,14 @@ __global__ void __launch_bounds__(kThreads) flash_backward_kernel(const Backward
   load_step(0, 0);
   flash::cp_async_commit();
 
-  for (int step = 0; step < steps; ++step) {
+  for (int step = 0; step < plan.steps; ++step) {
     const int buf = step & 1;
-    if (step + 1 < steps) load_step(step + 1, buf ^ 1);
+    if (step + 1 < plan.steps) load_step(step + 1, buf ^ 1);
     flash::cp_async_commit();  // possibly empty, so that wait<1> below always means "this step landed"
     flash::cp_async_wait<1>();
     __syncthreads();
 
-    const int m0 = step_m0(step);
+    const int m0 = plan.m0(step);
     const T* const tile_q = s_q + buf * kTile;
     const T* const tile_dout = s_dout + buf * kTile;
     const float* const lse = s_lse + buf * kBlockM;
@@ -260,32 +192,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_kernel(const Backward
       }
     }
 
-    // P^T into s and dS^T into dp. Lane columns 8j + 2t, +1 are queries m0 + 8j + 2t, +1. A masked score gets
-    // P = 0 by a select, whatever exp2 gave for it (a query with no visible key has lse -inf).
-    const bool need_mask = !(key_lo[0] <= m0 && m0 + kBlockM - 1 <= key_hi[0] && key_lo[1] <= m0 &&
-                             m0 + kBlockM - 1 <= key_hi[1]);
-#pragma unroll
-    for (int j = 0; j < kBlockM / 8; ++j) {
-      const float2 row_lse = *reinterpret_cast<const float2*>(lse + 8 * j + 2 * t);
-      const float2 row_delta = *reinterpret_cast<const float2*>(delta + 8 * j + 2 * t);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int c = e & 1, r = e / 2;
-        float x = s[j][e], dcap = 1.0f;
-        if (a.cap_log2 > 0.0f) {
-          const float th = flash::tanh_by_exp2(x * a.cap_inner);
-          x = a.cap_log2 * th;
-          dcap = 1.0f - th * th;
-        } else {
-          x *= a.scale_log2;
-        }
-        float p = flash::exp2_approx(fmaf(-(c ? row_lse.y : row_lse.x), static_cast<float>(kLog2e), x));
-        const int i = m0 + 8 * j + 2 * t + c;
-        if (need_mask && (i < key_lo[r] || i > key_hi[r])) p = 0.0f;
-        s[j][e] = p;
-        dp[j][e] = p * (dp[j][e] - (c ? row_delta.y : row_delta.x)) * (dcap * a.scale);
-      }
-    }
+    flash::probs_and_grads(s, dp, a, lse, delta, m0, t, key_lo, key_hi);
 
     // dV += P^T dout and dK += dS^T Q: A from registers (pack_p), B[k][n] = dout[query k][dim n] through the
     // transposed load, as the forward reads V. dS^T also goes to shared memory for dQ.
@@ -316,7 +223,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_kernel(const Backward
     // dQ rows m0 + 16w.. += dS K, 64 dims at a time: A[query][key] = dS^T[key][query] through the transposed
     // load (matrices: keys 0-7 x queries 0-7, keys 0-7 x queries 8-15, keys 8-15 x queries 0-7, keys 8-15 x
     // queries 8-15), B[k][n] = K[key k][dim n] transposed.
-    const long long q_head0 = (static_cast<long long>(b) * a.seqlen_q * a.heads_q + step_head(step)) * D;
+    const long long q_head0 = (static_cast<long long>(b) * a.seqlen_q * a.heads_q + plan.head(step)) * D;
     float* const dq_rows = a.dq_accum + q_head0;
 #pragma unroll
     for (int half = 0; half < D / 64; ++half) {
@@ -343,26 +250,45 @@ __global__ void __launch_bounds__(kThreads) flash_backward_kernel(const Backward
         if (i >= a.seqlen_q) continue;
 #pragma unroll
         for (int c = 0; c < 8; ++c)
-          add_pair(dq_rows + i * q_stride + half * 64 + 8 * c + 2 * t, acc_dq[c][2 * r], acc_dq[c][2 * r + 1]);
+          flash::add_pair(dq_rows + i * q_stride + half * 64 + 8 * c + 2 * t, acc_dq[c][2 * r], acc_dq[c][2 * r + 1]);
       }
     }
     // The next step's first barrier orders these reads of dS^T before its writes; its copies go to the other
     // buffers, which every warp left at this step's second barrier.
   }
 
-  store_key_rows<T, D>(dk, kv_stride, row0, a.seqlen_k, g, t, acc_dk);
-  store_key_rows<T, D>(dv, kv_stride, row0, a.seqlen_k, g, t, acc_dv);
+  flash::store_key_rows<T, D>(dk, kv_stride, row0, a.seqlen_k, g, t, acc_dk);
+  flash::store_key_rows<T, D>(dv, kv_stride, row0, a.seqlen_k, g, t, acc_dv);
 }
 
-// Sets the main kernel's shared memory limit once a device.
+// The main kernel a device runs: the wgmma one (flash_backward_sm90.cuh) on compute capability 9.0 unless the
+// environment sets IGNIS_FLASH_KERNEL=mma_sync (as for the forward: the tests use it to cover the mma.sync kernel
+// on Hopper), the mma.sync one elsewhere.
+struct BackwardKernel {
+  void (*kernel)(BackwardArgs);
+  int threads, smem_bytes, block_n;  // block_n: keys a block
+};
+
+// Sets the chosen kernel's shared memory limit once a device (so launches need not).
 template <class T, int D>
-void allow_shared_memory() {
-  static std::array<std::atomic<int>, kCachedDevices> done{};
-  once_per_device(done, [] {
-    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(flash_backward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          Layout<D>::kSmemBytes));
-    return 1;
+BackwardKernel backward_kernel() {
+  static std::array<std::atomic<int>, kCachedDevices> cache{};  // 1: mma.sync, 2: wgmma
+  auto choose = [](bool wgmma) {
+    using Sm90 = flash::sm90::BackwardLayout<D>;
+    return wgmma ? BackwardKernel{flash::sm90::flash_backward_wgmma_kernel<T, D>, Sm90::kThreads, Sm90::kSmemBytes,
+                                  Sm90::kBlockN}
+                 : BackwardKernel{flash_backward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, kBlockN};
+  };
+  const int cached = once_per_device(cache, [&] {
+    const char* forced = std::getenv("IGNIS_FLASH_KERNEL");
+    const bool wgmma = device_attribute(cudaDevAttrComputeCapabilityMajor) == 9 &&
+                       device_attribute(cudaDevAttrComputeCapabilityMinor) == 0 &&
+                       !(forced && std::string_view(forced) == "mma_sync");
+    const BackwardKernel k = choose(wgmma);
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
+    return wgmma ? 2 : 1;
   });
+  return choose(cached == 2);
 }
 
 // dout, q, o, dq: [batch, seqlen_q, heads_q, D]; k, v, dk, dv: [batch, seqlen_k, heads_kv, D];
@@ -404,9 +330,9 @@ void launch(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& 
   flash_backward_prepare_kernel<T, D><<<ceil_div(rows, kPrepareRowsPerBlock<D>), kPrepareThreads, 0, s>>>(
       o.data_as<const T>(), dout.data_as<const T>(), delta, args.dq_accum, rows, args.seqlen_q, args.heads_q);
   IGNIS_CHECK_LAUNCH();
-  allow_shared_memory<T, D>();
-  const dim3 grid(ceil_div(seqlen_k, kBlockN), static_cast<unsigned>(args.heads_kv), static_cast<unsigned>(batch));
-  flash_backward_kernel<T, D><<<grid, kThreads, Layout<D>::kSmemBytes, s>>>(args);
+  const BackwardKernel main = backward_kernel<T, D>();
+  const dim3 grid(ceil_div(seqlen_k, main.block_n), static_cast<unsigned>(args.heads_kv), static_cast<unsigned>(batch));
+  main.kernel<<<grid, main.threads, main.smem_bytes, s>>>(args);
   IGNIS_CHECK_LAUNCH();
   constexpr int kFinishThreads = 256;
   flash_backward_finish_kernel<T><<<ceil_div(rows * D / 8, kFinishThreads), kFinishThreads, 0, s>>>(
