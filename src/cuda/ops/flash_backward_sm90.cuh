@@ -12,8 +12,7 @@
 //   dS^T to shared memory; once both warpgroups' rows are there, dQ = dS K over the block's 128 keys, each
 //   warpgroup computing half of dQ's columns with A = dS^T read transposed (MN-major) and B = K MN-major, then
 //   fp32 atomics into the accumulator.
-// Q, dout, lse and delta of step s + 1 are copied (cp.async, every thread) while step s computes, and step s's dQ
-// is added to the accumulator while step s + 1's S^T and dP^T run.
+// Q, dout, lse and delta of step s + 1 are copied (cp.async, every thread) while step s computes.
 #include <cstdint>
 
 #include "cuda/ops/flash_backward_common.cuh"
@@ -141,21 +140,6 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1) flash_backward
   load_swizzled<T, D, kBlockN, kThreads>(s_v, static_cast<const T*>(a.v) + kv_head0, kv_stride, n0, a.seqlen_k);
   load_step(0);
 
-  // dQ of a step is added to the accumulator while the next step's S^T and dP^T run on the tensor cores.
-  float acc_dq[kDqTiles][4];
-  auto add_dq = [&](int step) {
-    float* const rows = a.dq_accum + (static_cast<long long>(b) * a.seqlen_q * a.heads_q + plan.head(step)) * D +
-                        warpgroup * (D / 2);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int i = plan.m0(step) + 16 * warp + g + 8 * r;
-      if (i >= a.seqlen_q) continue;
-#pragma unroll
-      for (int c = 0; c < kDqTiles; ++c)
-        add_pair(rows + i * q_stride + 8 * c + 2 * t, acc_dq[c][2 * r], acc_dq[c][2 * r + 1]);
-    }
-  };
-
   for (int step = 0; step < plan.steps; ++step) {
     const int buf = step & 1, m0 = plan.m0(step);
     sync_for_wgmma();  // this step's copies landed; both warpgroups are past the previous step
@@ -176,7 +160,6 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1) flash_backward
       Wgmma<T>::s(dp, descriptor(s_v + kv_at, 16, 1024), descriptor(tile_dout + q_at, 16, 1024), kk > 0);
     }
     wgmma_commit();
-    if (step > 0) add_dq(step - 1);
     wgmma_wait<0>();
     fence_accumulators(s);
     fence_accumulators(dp);
@@ -220,6 +203,7 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1) flash_backward
     // at D 64). A = dS^T read transposed: its 64 queries are one line, so the leading offset is unused.
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();  // both warpgroups' dS^T rows are in shared memory
+    float acc_dq[kDqTiles][4];
     fence_accumulators(acc_dq);
     wgmma_fence();
     const std::uint32_t k_cols = D == 128 ? warpgroup * kBlockN * 128 : warpgroup * 64;
@@ -234,8 +218,18 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1) flash_backward
     fence_accumulators(acc_dk);
     fence_fragments(p);
     fence_fragments(ds);
+
+    float* const dq_rows = a.dq_accum + (static_cast<long long>(b) * a.seqlen_q * a.heads_q + plan.head(step)) * D +
+                           warpgroup * (D / 2);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = m0 + 16 * warp + g + 8 * r;
+      if (i >= a.seqlen_q) continue;
+#pragma unroll
+      for (int c = 0; c < kDqTiles; ++c)
+        add_pair(dq_rows + i * q_stride + 8 * c + 2 * t, acc_dq[c][2 * r], acc_dq[c][2 * r + 1]);
+    }
   }
-  add_dq(plan.steps - 1);
 
   store_key_rows<T, D>(dk, kv_stride, row0, a.seqlen_k, g, t, acc_dk);
   store_key_rows<T, D>(dv, kv_stride, row0, a.seqlen_k, g, t, acc_dv);
