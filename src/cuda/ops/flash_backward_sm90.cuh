@@ -34,11 +34,9 @@ struct BackwardLayout {
 };
 
 #if IGNIS_FLASH_WGMMA
-// The backward's own wgmma forms: dq, m64nNk16 (N = 64 or 32) with A and B both MN-major in shared memory
-// (transpose flags 1, 1); scores, m64n64k16 with A from registers and B K-major (S^T and dP^T at head_dim 64,
-// whose K and V fragments stay in registers).
+// dQ's wgmma: m64nNk16 with A and B both MN-major in shared memory (transpose flags 1, 1); N = 64 or 32.
 template <class T>
-struct BackwardWgmma;
+struct WgmmaTransposed;
 
 #define IGNIS_WGMMA_TT64(TYPE)                                                                                  \
   "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                  \
@@ -49,11 +47,6 @@ struct BackwardWgmma;
   "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                                  \
   "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE " "                                               \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 1, 1;\n}\n"
-#define IGNIS_WGMMA_RS64(TYPE)                                                                                  \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                                  \
-  "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "                                               \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
-  "%23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
 #define IGNIS_WGMMA_ACC(acc, j)                                                                                 \
   "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
 #define IGNIS_WGMMA_ACC4(acc, j0)                                                                               \
@@ -61,22 +54,16 @@ struct BackwardWgmma;
 
 #define IGNIS_DEFINE_WGMMA_TT(T, TYPE)                                                                          \
   template <>                                                                                                   \
-  struct BackwardWgmma<T> {                                                                                     \
-    static __device__ __forceinline__ void dq(float (&acc)[8][4], std::uint64_t a, std::uint64_t b,             \
+  struct WgmmaTransposed<T> {                                                                                   \
+    static __device__ __forceinline__ void mma(float (&acc)[8][4], std::uint64_t a, std::uint64_t b,            \
                                                int accumulate) {                                                \
       asm volatile(IGNIS_WGMMA_TT64(TYPE)                                                                       \
                    : IGNIS_WGMMA_ACC4(acc, 0), IGNIS_WGMMA_ACC4(acc, 4)                                         \
                    : "l"(a), "l"(b), "r"(accumulate));                                                          \
     }                                                                                                           \
-    static __device__ __forceinline__ void dq(float (&acc)[4][4], std::uint64_t a, std::uint64_t b,             \
-                                              int accumulate) {                                                 \
+    static __device__ __forceinline__ void mma(float (&acc)[4][4], std::uint64_t a, std::uint64_t b,            \
+                                               int accumulate) {                                                \
       asm volatile(IGNIS_WGMMA_TT32(TYPE) : IGNIS_WGMMA_ACC4(acc, 0) : "l"(a), "l"(b), "r"(accumulate));        \
-    }                                                                                                           \
-    static __device__ __forceinline__ void scores(float (&acc)[8][4], const std::uint32_t (&a)[4],              \
-                                                  std::uint64_t b, int accumulate) {                            \
-      asm volatile(IGNIS_WGMMA_RS64(TYPE)                                                                       \
-                   : IGNIS_WGMMA_ACC4(acc, 0), IGNIS_WGMMA_ACC4(acc, 4)                                         \
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));                      \
     }                                                                                                           \
   };
 IGNIS_DEFINE_WGMMA_TT(__nv_bfloat16, "bf16")
@@ -84,7 +71,6 @@ IGNIS_DEFINE_WGMMA_TT(__half, "f16")
 #undef IGNIS_DEFINE_WGMMA_TT
 #undef IGNIS_WGMMA_TT64
 #undef IGNIS_WGMMA_TT32
-#undef IGNIS_WGMMA_RS64
 #undef IGNIS_WGMMA_ACC4
 #undef IGNIS_WGMMA_ACC
 #endif
@@ -150,10 +136,6 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1) flash_backward
     __syncthreads();
   };
 
-  // At head_dim 64 this warp's K and V rows are A fragments in registers for the whole block (RS wgmma), which
-  // halves the shared-memory reads of S^T and dP^T; at 128 they would not fit beside the accumulators.
-  constexpr bool kKvInRegisters = D == 64;
-  std::uint32_t k_frag[kKvInRegisters ? D / 16 : 1][4], v_frag[kKvInRegisters ? D / 16 : 1][4];
   load_swizzled<T, D, kBlockN, kThreads>(s_k, static_cast<const T*>(a.k) + kv_head0, kv_stride, n0, a.seqlen_k);
   load_swizzled<T, D, kBlockN, kThreads>(s_v, static_cast<const T*>(a.v) + kv_head0, kv_stride, n0, a.seqlen_k);
   load_step(0);
@@ -162,16 +144,6 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1) flash_backward
     const int buf = step & 1, m0 = plan.m0(step);
     sync_for_wgmma();  // this step's copies landed; both warpgroups are past the previous step
     load_step(step + 1);
-    if constexpr (kKvInRegisters) {
-      if (step == 0) {  // matrices (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) of each k-step
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          const std::uint32_t at = swizzled(kBlockN, row0 - n0 + (lane & 15), kk * 16 + (lane >> 4) * 8);
-          ldmatrix_x4(k_frag[kk], s_k + at);
-          ldmatrix_x4(v_frag[kk], s_v + at);
-        }
-      }
-    }
     const std::uint32_t tile_q = s_q + buf * L::kStepBytes, tile_dout = s_dout + buf * L::kStepBytes;
 
     // S^T = K Q^T and dP^T = V dout^T over D/16 k-steps: k-step kk is 32 bytes into column block kk / 4; the
@@ -184,13 +156,8 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1) flash_backward
     for (int kk = 0; kk < D / 16; ++kk) {
       const std::uint32_t kv_at = (kk / 4) * kBlockN * 128 + warpgroup * 64 * 128 + (kk % 4) * 32;
       const std::uint32_t q_at = (kk / 4) * kStepM * 128 + (kk % 4) * 32;
-      if constexpr (kKvInRegisters) {
-        BackwardWgmma<T>::scores(s, k_frag[kk], descriptor(tile_q + q_at, 16, 1024), kk > 0);
-        BackwardWgmma<T>::scores(dp, v_frag[kk], descriptor(tile_dout + q_at, 16, 1024), kk > 0);
-      } else {
-        Wgmma<T>::s(s, descriptor(s_k + kv_at, 16, 1024), descriptor(tile_q + q_at, 16, 1024), kk > 0);
-        Wgmma<T>::s(dp, descriptor(s_v + kv_at, 16, 1024), descriptor(tile_dout + q_at, 16, 1024), kk > 0);
-      }
+      Wgmma<T>::s(s, descriptor(s_k + kv_at, 16, 1024), descriptor(tile_q + q_at, 16, 1024), kk > 0);
+      Wgmma<T>::s(dp, descriptor(s_v + kv_at, 16, 1024), descriptor(tile_dout + q_at, 16, 1024), kk > 0);
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -242,7 +209,7 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1) flash_backward
     const std::uint32_t k_cols = D == 128 ? warpgroup * kBlockN * 128 : warpgroup * 64;
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk)
-      BackwardWgmma<T>::dq(acc_dq, descriptor(s_ds + kk * 16 * 128, kBlockN * 128, 1024),
+      WgmmaTransposed<T>::mma(acc_dq, descriptor(s_ds + kk * 16 * 128, kBlockN * 128, 1024),
                               descriptor(s_k + k_cols + kk * 16 * 128, kBlockN * 128, 1024), kk > 0);
     wgmma_commit();
     wgmma_wait<0>();
