@@ -22,8 +22,7 @@ namespace ignis::cuda::flash::sm90 {
 
 template <int D>
 struct BackwardLayout {
-  static constexpr int kWarpgroups = 1;
-  static constexpr int kBlocksPerSm = kWarpgroups == 1 ? 2 : 1;
+  static constexpr int kWarpgroups = 2;
   static constexpr int kThreads = kWarpgroups * 128;
   static constexpr int kBlockN = kWarpgroups * 64;  // keys a block
   static constexpr int kStepM = 64;                 // queries a step
@@ -79,13 +78,11 @@ IGNIS_DEFINE_WGMMA_TT(__half, "f16")
 // grid: (key blocks of 128, heads_kv, batch). Compiled for sm_90a only (elsewhere the body traps; the launcher
 // picks it on compute capability 9.0, which the default build targets with sm_90a code).
 template <class T, int D>
-__global__ void __launch_bounds__(BackwardLayout<D>::kThreads, BackwardLayout<D>::kBlocksPerSm)
-    flash_backward_wgmma_kernel(const BackwardArgs a) {
+__global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1) flash_backward_wgmma_kernel(const BackwardArgs a) {
 #if IGNIS_FLASH_WGMMA
   using L = BackwardLayout<D>;
   constexpr int kBlockN = L::kBlockN, kStepM = L::kStepM, kThreads = L::kThreads;
-  // dQ's columns: one warpgroup computes them 64 at a time; two split them in halves.
-  constexpr int kDqCols = L::kWarpgroups == 1 ? 64 : D / 2, kDqPasses = L::kWarpgroups == 1 ? D / 64 : 1;
+  constexpr int kDqTiles = D / 16;  // dQ columns a warpgroup computes (D / 2), in tiles of 8
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // The swizzle is applied to address bits 4-9, so tiles start on 1024-byte boundaries.
   const std::uint32_t smem = (smem_address(smem_raw) + 1023u) & ~1023u;
@@ -206,35 +203,32 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, BackwardLayout<D>
     // at D 64). A = dS^T read transposed: its 64 queries are one line, so the leading offset is unused.
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();  // both warpgroups' dS^T rows are in shared memory
+    float acc_dq[kDqTiles][4];
+    fence_accumulators(acc_dq);
+    wgmma_fence();
+    const std::uint32_t k_cols = D == 128 ? warpgroup * kBlockN * 128 : warpgroup * 64;
 #pragma unroll
-    for (int pass = 0; pass < kDqPasses; ++pass) {
-      const int col0 = L::kWarpgroups == 1 ? 64 * pass : warpgroup * (D / 2);
-      const std::uint32_t k_cols = (col0 / 64) * kBlockN * 128 + (col0 % 64) * 2;
-      float acc_dq[kDqCols / 8][4];
-      fence_accumulators(acc_dq);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk)
-        WgmmaTransposed<T>::mma(acc_dq, descriptor(s_ds + kk * 16 * 128, kBlockN * 128, 1024),
-                                descriptor(s_k + k_cols + kk * 16 * 128, kBlockN * 128, 1024), kk > 0);
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_accumulators(acc_dq);
-      float* const dq_rows =
-          a.dq_accum + (static_cast<long long>(b) * a.seqlen_q * a.heads_q + plan.head(step)) * D + col0;
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int i = m0 + 16 * warp + g + 8 * r;
-        if (i >= a.seqlen_q) continue;
-#pragma unroll
-        for (int c = 0; c < kDqCols / 8; ++c)
-          add_pair(dq_rows + i * q_stride + 8 * c + 2 * t, acc_dq[c][2 * r], acc_dq[c][2 * r + 1]);
-      }
-    }
+    for (int kk = 0; kk < kBlockN / 16; ++kk)
+      WgmmaTransposed<T>::mma(acc_dq, descriptor(s_ds + kk * 16 * 128, kBlockN * 128, 1024),
+                              descriptor(s_k + k_cols + kk * 16 * 128, kBlockN * 128, 1024), kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_accumulators(acc_dq);
     fence_accumulators(acc_dv);
     fence_accumulators(acc_dk);
     fence_fragments(p);
     fence_fragments(ds);
+
+    float* const dq_rows = a.dq_accum + (static_cast<long long>(b) * a.seqlen_q * a.heads_q + plan.head(step)) * D +
+                           warpgroup * (D / 2);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = m0 + 16 * warp + g + 8 * r;
+      if (i >= a.seqlen_q) continue;
+#pragma unroll
+      for (int c = 0; c < kDqTiles; ++c)
+        add_pair(dq_rows + i * q_stride + 8 * c + 2 * t, acc_dq[c][2 * r], acc_dq[c][2 * r + 1]);
+    }
   }
 
   store_key_rows<T, D>(dk, kv_stride, row0, a.seqlen_k, g, t, acc_dk);
