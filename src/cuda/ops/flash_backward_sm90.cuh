@@ -30,12 +30,7 @@ struct BackwardLayout {
   static constexpr int kStepBytes = kStepM * D * 2;  // Q or dout of a step
   static constexpr int kDsBytes = kBlockN * kStepM * 2;  // dS^T: one column block of kBlockN lines
   static constexpr int kStatsBytes = 2 * 2 * kStepM * 4;  // lse and delta, two buffers each
-  // dQ rows of a step on their way to the accumulator, a warpgroup's D / 2 columns a row, padded by 32 bytes so
-  // that a warp's float2 stores of 8 rows hit distinct banks.
-  static constexpr int kDqRowBytes = D / 2 * 4 + 32;
-  static constexpr int kDqBytes = kWarpgroups * kStepM * kDqRowBytes;
-  static constexpr int kSmemBytes =
-      2 * kKvBytes + 4 * kStepBytes + kDsBytes + kStatsBytes + kDqBytes + 1024;  // + alignment
+  static constexpr int kSmemBytes = 2 * kKvBytes + 4 * kStepBytes + kDsBytes + kStatsBytes + 1024;  // + alignment
 };
 
 #if IGNIS_FLASH_WGMMA
@@ -80,11 +75,6 @@ IGNIS_DEFINE_WGMMA_TT(__half, "f16")
 #undef IGNIS_WGMMA_ACC
 #endif
 
-// Synchronizes the 128 threads of one warpgroup (named barrier 1 + w; 0 is __syncthreads').
-__device__ __forceinline__ void warpgroup_barrier(int warpgroup) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + warpgroup) : "memory");
-}
-
 // grid: (key blocks of 128, heads_kv, batch). Compiled for sm_90a only (elsewhere the body traps; the launcher
 // picks it on compute capability 9.0, which the default build targets with sm_90a code).
 template <class T, int D>
@@ -102,7 +92,6 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1) flash_backward
   const std::uint32_t s_ds = s_dout + 2 * L::kStepBytes;
   const std::uint32_t s_stats = s_ds + L::kDsBytes;  // lse buffer i at + i * 256, delta buffer i at + 512 + i * 256
   float* const stats = reinterpret_cast<float*>(smem_raw + (s_stats - smem_address(smem_raw)));
-  const std::uint32_t s_dq = s_stats + L::kStatsBytes;  // warpgroup w's rows at + w * kStepM * kDqRowBytes
 
   const int n0 = blockIdx.x * kBlockN, kv_head = blockIdx.y, b = blockIdx.z;
   const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -230,35 +219,17 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1) flash_backward
     fence_fragments(p);
     fence_fragments(ds);
 
-    // dQ's rows go through shared memory, then one bulk reduce-add a row (D / 2 floats) into the accumulator:
-    // a few L2 requests a row instead of a vector atomic a pair. Thread r < 64 of the warpgroup owns row r's copy;
-    // the rows of the previous step must have been read out before they are overwritten.
-    const bool row_owner = threadIdx.x % 128 < kStepM;
-    const std::uint32_t dq_buf = s_dq + warpgroup * kStepM * L::kDqRowBytes;
-    if (row_owner) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-    warpgroup_barrier(warpgroup);
+    float* const dq_rows = a.dq_accum + (static_cast<long long>(b) * a.seqlen_q * a.heads_q + plan.head(step)) * D +
+                           warpgroup * (D / 2);
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
+    for (int r = 0; r < 2; ++r) {
+      const int i = m0 + 16 * warp + g + 8 * r;
+      if (i >= a.seqlen_q) continue;
 #pragma unroll
       for (int c = 0; c < kDqTiles; ++c)
-        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(dq_buf + (16 * warp + g + 8 * r) * L::kDqRowBytes +
-                                                                 (8 * c + 2 * t) * 4),
-                     "f"(acc_dq[c][2 * r]), "f"(acc_dq[c][2 * r + 1])
-                     : "memory");
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    warpgroup_barrier(warpgroup);
-    const int dq_row = threadIdx.x % 128, i = m0 + dq_row;
-    if (row_owner && i < a.seqlen_q) {
-      float* const to = a.dq_accum + (static_cast<long long>(b) * a.seqlen_q * a.heads_q + plan.head(step)) * D +
-                        i * q_stride + warpgroup * (D / 2);
-      asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
-                   "cp.async.bulk.commit_group;\n" ::"l"(to),
-                   "r"(dq_buf + dq_row * L::kDqRowBytes), "n"(D / 2 * 4)
-                   : "memory");
+        add_pair(dq_rows + i * q_stride + 8 * c + 2 * t, acc_dq[c][2 * r], acc_dq[c][2 * r + 1]);
     }
   }
-  // The last rows' reduce-adds complete before the block's shared memory is released.
-  if (threadIdx.x % 128 < kStepM) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 
   store_key_rows<T, D>(dk, kv_stride, row0, a.seqlen_k, g, t, acc_dk);
   store_key_rows<T, D>(dv, kv_stride, row0, a.seqlen_k, g, t, acc_dv);
