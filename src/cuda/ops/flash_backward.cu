@@ -13,10 +13,10 @@
 //      accumulator with fp32 atomics (the only cross-block sum; its order, and so its rounding, varies).
 //    dK and dV are summed over the group's query heads in registers and written once.
 // 3. finish: dq = the accumulator rounded to T.
+// Compute capability 9.0 runs the wgmma main kernel of flash_backward_sm90.cuh instead (backward_kernel below).
 // Shared rows are padded by 16 bytes (load_padded_rows). Fragment layouts: flash_mma.cuh.
 #include <array>
 #include <atomic>
-#include <climits>
 #include <cstdlib>
 #include <string_view>
 
@@ -49,7 +49,7 @@ struct Layout {
   static constexpr int kSmemBytes = (6 * kTile + kBlockN * kDsStride) * 2 + 4 * kBlockM * 4;
 };
 
-// The dq accumulator's rows: kLanes lanes a row, 8 dims (16 bytes of T) a lane.
+// The prepare kernel's rows: D / 8 lanes a row, 8 dims (16 bytes of T) a lane.
 constexpr int kPrepareThreads = 256;
 template <int D>
 constexpr int kPrepareRowsPerBlock = kPrepareThreads / (D / 8);
