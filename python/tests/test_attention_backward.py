@@ -114,7 +114,8 @@ def test_attention_backward_deterministic_dk_dv(cuda, rng):
     first = ignis.attention_backward(dout, q, k, v, o, lse, causal=True)
     second = ignis.attention_backward(dout, q, k, v, o, lse, causal=True)
     assert torch.equal(first[1], second[1]) and torch.equal(first[2], second[2])
-    np.testing.assert_allclose(to_numpy64(first[0]), to_numpy64(second[0]), rtol=0, atol=1e-2)
+    # dq may differ by the last bit of bf16 (2^-8 relative) where its fp32 atomics summed in another order.
+    np.testing.assert_allclose(to_numpy64(first[0]), to_numpy64(second[0]), rtol=1e-2, atol=1e-2)
 
 
 def test_attention_backward_bad_arguments(rng):

@@ -1,6 +1,6 @@
 #pragma once
-// Fused attention forward on tensor cores (FlashAttention-2 style: K/V tiles streamed through
-// shared memory, online softmax in fp32, the seqlen_q x seqlen_k matrix never stored). Same
+// Fused attention forward and backward on tensor cores (FlashAttention-2 style: K/V tiles streamed
+// through shared memory, online softmax in fp32, the seqlen_q x seqlen_k matrix never stored). Same
 // semantics as attention_naive_forward (ignis/ops/attention.h): bottom-right aligned causal
 // mask, sliding windows, softcap, grouped-query heads, any sequence lengths, a row with no
 // visible key gives o = 0 and lse = -inf; params.scale 0 means 1 / sqrt(head_dim).
