@@ -1,5 +1,6 @@
-// ignis.attention, ignis.attention_naive, ignis.attention_unfused and ignis.attention_scores, in flash_attn_func's
-// layout: q [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, head_dim].
+// ignis.attention, ignis.attention_backward, ignis.attention_naive, ignis.attention_unfused and
+// ignis.attention_scores, in flash_attn_func's layout: q [batch, seqlen_q, heads_q, head_dim], k and v
+// [batch, seqlen_k, heads_kv, head_dim].
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 
@@ -98,6 +99,25 @@ nb::object scores(nb::handle q_arg, nb::handle k_arg, bool causal, std::optional
   return s_out.object;
 }
 
+// (dq, dk, dv) of the fused kernel's backward, each of its input's kind.
+nb::tuple attention_backward(nb::handle dout_arg, nb::handle q_arg, nb::handle k_arg, nb::handle v_arg,
+                             nb::handle o_arg, nb::handle lse_arg, bool causal, std::optional<double> softmax_scale,
+                             std::pair<std::int64_t, std::int64_t> window, double softcap, OptStream stream) {
+  constexpr const char* op = "attention_backward";
+  const Array dout = array_arg(dout_arg, op, "dout"), q = array_arg(q_arg, op, "q"), k = array_arg(k_arg, op, "k"),
+              v = array_arg(v_arg, op, "v"), o = array_arg(o_arg, op, "o"), lse = array_arg(lse_arg, op, "lse");
+  const Tensor& qt = q.tensor;
+  const Array dq = empty_like(q, qt.shape(), qt.dtype(), op, "q.dtype");
+  const Array dk = empty_like(k, k.tensor.shape(), qt.dtype(), op, "q.dtype");
+  const Array dv = empty_like(v, v.tensor.shape(), qt.dtype(), op, "q.dtype");
+  const AttentionParams params = params_of(q, causal, softmax_scale, window, softcap);
+  run_op(q, stream, [&](Stream s) {
+    flash_attention_backward(dout.tensor, qt, k.tensor, v.tensor, o.tensor, lse.tensor, dq.tensor, dk.tensor,
+                             dv.tensor, params, s);
+  });
+  return nb::make_tuple(dq.object, dk.object, dv.object);
+}
+
 }  // namespace
 
 void bind_attention(nb::module_& m) {
@@ -110,6 +130,14 @@ void bind_attention(nb::module_& m) {
         "num_splits (fused kernel only): 0 lets a grid too small to fill the GPU split each query tile's keys over\n"
         "several blocks, 1 never splits, 2-64 split that many ways.\n"
         "Shapes, masks, window, softcap and lse as attention_naive's (lse is float32 for bfloat16/float16).");
+  m.def("attention_backward", &attention_backward, nb::arg("dout"), nb::arg("q"), nb::arg("k"), nb::arg("v"),
+        nb::arg("o"), nb::arg("lse"), nb::arg("causal") = false, nb::arg("softmax_scale") = nb::none(),
+        nb::arg("window") = std::pair<std::int64_t, std::int64_t>{-1, -1}, nb::arg("softcap") = 0.0, nb::kw_only(),
+        nb::arg("stream") = nb::none(),
+        "(dq, dk, dv): the gradients of sum(dout * o) for o, lse = attention(q, k, v, ..., return_lse=True) with the\n"
+        "same options, by the fused tensor-core backward (CUDA bfloat16 and float16, head_dim 64 or 128). dq is\n"
+        "like q; dk and dv like k, summed over each group's query heads. P is recomputed from lse; dq is summed\n"
+        "with float32 atomics, so its rounding may differ from call to call.");
   m.def("attention_naive", &attention_naive, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("causal") = false,
         nb::arg("softmax_scale") = nb::none(), nb::arg("window") = std::pair<std::int64_t, std::int64_t>{-1, -1},
         nb::arg("softcap") = 0.0, nb::kw_only(), nb::arg("stream") = nb::none(),

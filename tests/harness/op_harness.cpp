@@ -52,7 +52,7 @@ std::vector<double> random_uniform(std::mt19937_64& rng, std::size_t n, double l
   return v;
 }
 
-static double round_through(double v, DType dtype) {
+double round_through(double v, DType dtype) {
   switch (dtype) {
     case DType::f64: return v;
     case DType::f32: return static_cast<float>(v);

@@ -49,6 +49,8 @@ std::mt19937_64 case_rng(std::uint64_t salt);
 std::vector<double> random_normal(std::mt19937_64& rng, std::size_t n, double stddev = 1.0);
 std::vector<double> random_uniform(std::mt19937_64& rng, std::size_t n, double lo, double hi);
 
+// Rounds one value through `dtype`.
+double round_through(double v, DType dtype);
 // Rounds every value through `dtype` (what a kernel of that dtype actually sees).
 std::vector<double> quantize(const std::vector<double>& values, DType dtype);
 

@@ -1,6 +1,6 @@
 #pragma once
-// Fused attention forward on tensor cores (FlashAttention-2 style: K/V tiles streamed through
-// shared memory, online softmax in fp32, the seqlen_q x seqlen_k matrix never stored). Same
+// Fused attention forward and backward on tensor cores (FlashAttention-2 style: K/V tiles streamed
+// through shared memory, online softmax in fp32, the seqlen_q x seqlen_k matrix never stored). Same
 // semantics as attention_naive_forward (ignis/ops/attention.h): bottom-right aligned causal
 // mask, sliding windows, softcap, grouped-query heads, any sequence lengths, a row with no
 // visible key gives o = 0 and lse = -inf; params.scale 0 means 1 / sqrt(head_dim).
@@ -39,6 +39,16 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
 void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                      const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
                                      const AttentionParams& params, std::int64_t num_splits = 0, Stream stream = {});
+
+// Gradients of sum(dout * o) for o = flash_attention_forward(q, k, v) with the same params: dq like q, dk and
+// dv like k (each summed over the query heads of its group). o and lse are the forward's outputs (lse
+// required). dout, dq: [batch, seqlen_q, heads_q, head_dim]; the rest as flash_attention_forward's: bf16 or
+// f16, head_dim 64 or 128, contiguous, one CUDA device, 16-byte aligned. P is recomputed from lse and the
+// seqlen_q x seqlen_k matrix is never stored. dq is summed over key tiles with fp32 atomics, so its rounding
+// may differ from call to call; dk and dv do not.
+void flash_attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                              const Tensor& lse, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                              const AttentionParams& params, Stream stream = {});
 
 // The num_splits that 0 would choose for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys
 // under params' mask, on the current CUDA device.

@@ -8,7 +8,7 @@
 // S = Q K^T (32 x 64, fp32 registers), scores scaled into the log2 domain and masked, an online
 // softmax update (running max m and partial sum l per row), P rounded to T and O += P V (32 x
 // head_dim, fp32 registers). The N x N matrix is never stored.
-// Shared rows are padded by 16 bytes so the 8 row addresses of an ldmatrix hit distinct banks.
+// Shared rows are padded by 16 bytes (load_padded_rows).
 // A grid too small to fill the GPU splits each tile's keys over several blocks (flash_split_plan.h):
 // each writes its rows' normalized fp32 o and lse, and flash_combine_kernel merges them.
 // See docs/PERF_NOTES.md for the tile sizes and the expected speed.
@@ -52,18 +52,10 @@ struct Layout {
   static constexpr int kSmemBytes = (kQTile + 4 * kKvTile) * 2;
 };
 
-// Copies rows [row0, row0 + TileRows) of one head into a shared tile; rows at or past `rows` become zeros
-// (so masked keys never bring NaN into P V). base: row 0 of the head; row_stride in elements.
-// tile: [TileRows, Layout<D>::kStride] in shared memory; base: [rows, D], rows row_stride elements apart.
 template <class T, int D, int TileRows>
 __device__ __forceinline__ void load_tile(T* tile, const T* base, long long row_stride, int row0, int rows) {
-  constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  for (int c = threadIdx.x; c < TileRows * kChunks; c += kThreads) {
-    const int r = c / kChunks, col = (c % kChunks) * 8;
-    const bool valid = row0 + r < rows;
-    const T* src = valid ? base + static_cast<long long>(row0 + r) * row_stride + col : base;
-    cp_async_16(smem_address(tile + r * Layout<D>::kStride + col), src, valid);
-  }
+  static_assert(Layout<D>::kStride == D + 8, "load_padded_rows writes rows of D + 8 elements");
+  flash::load_padded_rows<T, D, TileRows, kThreads>(tile, base, row_stride, row0, rows);
 }
 
 // grid: (query tiles * splits, heads_q, batch); see plan_block.

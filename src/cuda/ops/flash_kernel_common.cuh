@@ -74,6 +74,21 @@ __device__ __forceinline__ void zero_tiles(float (&acc)[Tiles][4]) {
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
 }
 
+// Copies rows [row0, row0 + TileRows) of one head into a shared tile whose rows are padded by 16 bytes (so the 8
+// row addresses of an ldmatrix hit distinct banks); rows at or past `rows` become zeros, so that masked keys and
+// queries bring no NaN into the products. tile: [TileRows, D + 8] in shared memory; base: [rows, D], rows
+// row_stride elements apart. Called by all Threads threads of the block.
+template <class T, int D, int TileRows, int Threads>
+__device__ __forceinline__ void load_padded_rows(T* tile, const T* base, long long row_stride, int row0, int rows) {
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  for (int c = threadIdx.x; c < TileRows * kChunks; c += Threads) {
+    const int r = c / kChunks, col = (c % kChunks) * 8;
+    const bool valid = row0 + r < rows;
+    const T* src = valid ? base + static_cast<long long>(row0 + r) * row_stride + col : base;
+    cp_async_16(smem_address(tile + r * (D + 8) + col), src, valid);
+  }
+}
+
 // Where one block's work lies: its query tile, its (b, h) pointers, and the key tiles it walks.
 template <class T>
 struct BlockWork {
