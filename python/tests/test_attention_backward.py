@@ -44,7 +44,7 @@ def plain_attention(torch, q, k, v, scale, mask, softcap):
     return torch.einsum("bhqk,bkhd->bqhd", p, vv)
 
 
-def grads_of(torch, fn, inputs, dout):
+def grads_of(fn, inputs, dout):
     leaves = [x.detach().clone().requires_grad_() for x in inputs]
     fn(*leaves).backward(dout)
     return [x.grad for x in leaves]
@@ -84,9 +84,9 @@ def test_attention_backward_cuda(cuda, rng, dtype, shape, options):
     scale = options.get("softmax_scale", 1.0 / math.sqrt(d))
     softcap = options.get("softcap", 0.0)
     plain = lambda q, k, v: plain_attention(torch, q, k, v, scale, mask, softcap)  # noqa: E731
-    got = grads_of(torch, lambda q, k, v: ignis_attention(torch)(q, k, v, options), (q, k, v), dout)
-    ref = grads_of(torch, plain, (q.double(), k.double(), v.double()), dout.double())
-    naive = grads_of(torch, plain, (q, k, v), dout)
+    got = grads_of(lambda q, k, v: ignis_attention(torch)(q, k, v, options), (q, k, v), dout)
+    ref = grads_of(plain, (q.double(), k.double(), v.double()), dout.double())
+    naive = grads_of(plain, (q, k, v), dout)
     for name, g, r, n, x in zip(("dq", "dk", "dv"), got, ref, naive, (q, k, v)):
         assert isinstance(g, torch.Tensor) and g.dtype == x.dtype and g.shape == x.shape and g.device == x.device
         assert_within_naive(to_numpy64(g), to_numpy64(r), to_numpy64(n), dtype, name)
@@ -100,9 +100,9 @@ def test_attention_backward_matches_sdpa_causal(cuda, rng):
     q, k, v, dout = (cuda_normal(torch, rng, shape, "bf16") for _ in range(4))
     t = lambda x: x.transpose(1, 2)  # noqa: E731
     sdpa = lambda q, k, v: t(torch.nn.functional.scaled_dot_product_attention(t(q), t(k), t(v), is_causal=True))  # noqa: E731
-    got = grads_of(torch, lambda q, k, v: ignis_attention(torch)(q, k, v, dict(causal=True)), (q, k, v), dout)
-    peer = grads_of(torch, sdpa, (q, k, v), dout)
-    ref = grads_of(torch, sdpa, (q.double(), k.double(), v.double()), dout.double())
+    got = grads_of(lambda q, k, v: ignis_attention(torch)(q, k, v, dict(causal=True)), (q, k, v), dout)
+    peer = grads_of(sdpa, (q, k, v), dout)
+    ref = grads_of(sdpa, (q.double(), k.double(), v.double()), dout.double())
     for name, g, r, p in zip(("dq", "dk", "dv"), got, ref, peer):
         assert_within_naive(to_numpy64(g), to_numpy64(r), to_numpy64(p), "bf16", name + " vs sdpa")
 
