@@ -99,7 +99,8 @@ nb::object scores(nb::handle q_arg, nb::handle k_arg, bool causal, std::optional
   return s_out.object;
 }
 
-// (dq, dk, dv) of the fused kernel's backward, each of its input's kind.
+// (dq, dk, dv), each of its input's kind: the fused kernel's backward for bf16/f16 on CUDA, the naive one
+// otherwise (f32 on the CPU; its errors name what other devices and dtypes take).
 nb::tuple attention_backward(nb::handle dout_arg, nb::handle q_arg, nb::handle k_arg, nb::handle v_arg,
                              nb::handle o_arg, nb::handle lse_arg, bool causal, std::optional<double> softmax_scale,
                              std::pair<std::int64_t, std::int64_t> window, double softcap, OptStream stream) {
@@ -111,9 +112,14 @@ nb::tuple attention_backward(nb::handle dout_arg, nb::handle q_arg, nb::handle k
   const Array dk = empty_like(k, k.tensor.shape(), qt.dtype(), op, "q.dtype");
   const Array dv = empty_like(v, v.tensor.shape(), qt.dtype(), op, "q.dtype");
   const AttentionParams params = params_of(q, causal, softmax_scale, window, softcap);
+  const bool flash = flash_attention_supported(qt.device(), qt.dtype());
   run_op(q, stream, [&](Stream s) {
-    flash_attention_backward(dout.tensor, qt, k.tensor, v.tensor, o.tensor, lse.tensor, dq.tensor, dk.tensor,
-                             dv.tensor, params, s);
+    if (flash)
+      flash_attention_backward(dout.tensor, qt, k.tensor, v.tensor, o.tensor, lse.tensor, dq.tensor, dk.tensor,
+                               dv.tensor, params, s);
+    else
+      attention_naive_backward(dout.tensor, qt, k.tensor, v.tensor, o.tensor, lse.tensor, dq.tensor, dk.tensor,
+                               dv.tensor, params, s);
   });
   return nb::make_tuple(dq.object, dk.object, dv.object);
 }
@@ -126,7 +132,8 @@ void bind_attention(nb::module_& m) {
         nb::arg("softcap") = 0.0, nb::kw_only(), nb::arg("return_lse") = false, nb::arg("num_splits") = 0,
         nb::arg("stream") = nb::none(),
         "o (or (o, lse) with return_lse): softmax(scale * q k^T, masked) v, as flash_attn_func. CUDA bfloat16 and\n"
-        "float16 with head_dim 64 or 128 run the fused tensor-core kernel; float32 and float64 the naive one.\n"
+        "float16 with head_dim 64 or 128 run the fused tensor-core kernel; float32 and float64 the naive one (on the\n"
+        "CPU, float32).\n"
         "num_splits (fused kernel only): 0 lets a grid too small to fill the GPU split each query tile's keys over\n"
         "several blocks, 1 never splits, 2-64 split that many ways.\n"
         "Shapes, masks, window, softcap and lse as attention_naive's (lse is float32 for bfloat16/float16).");
@@ -135,13 +142,14 @@ void bind_attention(nb::module_& m) {
         nb::arg("window") = std::pair<std::int64_t, std::int64_t>{-1, -1}, nb::arg("softcap") = 0.0, nb::kw_only(),
         nb::arg("stream") = nb::none(),
         "(dq, dk, dv): the gradients of sum(dout * o) for o, lse = attention(q, k, v, ..., return_lse=True) with the\n"
-        "same options, by the fused tensor-core backward (CUDA bfloat16 and float16, head_dim 64 or 128). dq is\n"
-        "like q; dk and dv like k, summed over each group's query heads. P is recomputed from lse; dq is summed\n"
-        "with float32 atomics, so its rounding may differ from call to call.");
+        "same options. CUDA bfloat16 and float16 (head_dim 64 or 128) run the fused tensor-core backward, whose dq\n"
+        "is summed with float32 atomics (its rounding may differ from call to call); float32 on the CPU runs the\n"
+        "naive one. dq is like q; dk and dv like k, summed over each group's query heads. P is recomputed from lse.");
   m.def("attention_naive", &attention_naive, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("causal") = false,
         nb::arg("softmax_scale") = nb::none(), nb::arg("window") = std::pair<std::int64_t, std::int64_t>{-1, -1},
         nb::arg("softcap") = 0.0, nb::kw_only(), nb::arg("stream") = nb::none(),
-        "(o, lse): softmax(scale * q k^T, masked) v, the naive reference kernel (CUDA float32 and float64).\n"
+        "(o, lse): softmax(scale * q k^T, masked) v, the naive reference kernel (CUDA float32 and float64, CPU\n"
+        "float32).\n"
         "q: [batch, seqlen_q, heads_q, head_dim], k, v: [batch, seqlen_k, heads_kv, head_dim] with heads_q a\n"
         "multiple of heads_kv (GQA); o like q; lse: [batch, heads_q, seqlen_q] (natural log, float32; float64\n"
         "for float64). Masks are bottom-right aligned; window = (left, right) in keys, -1 unlimited;\n"

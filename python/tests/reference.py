@@ -299,6 +299,30 @@ def ref_attention_scores(q, k, scale, causal=False, window=(-1, -1), softcap=0.0
     return np.where(attention_mask(q.shape[1], k.shape[1], causal, window), s, -np.inf)
 
 
+def ref_attention_backward(q, k, v, dout, scale, causal=False, window=(-1, -1), softcap=0.0):
+    """(dq, dk, dv) of sum(dout * o) for o = ref_attention(q, k, v, ...), in float64, by the chain rule through the
+    softmax and the softcap (delta = sum_k P dP, not dout . o); dk and dv summed over each kv head's query heads."""
+    q, k, v, dout = f64(q), f64(k), f64(v), f64(dout)
+    group = q.shape[2] // k.shape[2]
+    kk, vv = np.repeat(k, group, axis=2), np.repeat(v, group, axis=2)
+    raw = np.einsum("bqhd,bkhd->bhqk", q, kk) * scale
+    s = softcap * np.tanh(raw / softcap) if softcap > 0 else raw
+    s = np.where(attention_mask(q.shape[1], k.shape[1], causal, window), s, -np.inf)
+    top = np.max(s, axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isneginf(top), 0.0, top))
+    total = np.sum(e, axis=-1, keepdims=True)
+    p = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    dp = np.einsum("bqhd,bkhd->bhqk", dout, vv)
+    ds = p * (dp - np.sum(p * dp, axis=-1, keepdims=True))
+    if softcap > 0:
+        ds = ds * (1.0 - np.tanh(raw / softcap) ** 2)
+    ds = ds * scale
+    batch, seqlen_k, heads_kv, d = k.shape
+    per_group = lambda x: x.reshape(batch, seqlen_k, heads_kv, group, d).sum(axis=3)  # noqa: E731
+    return (np.einsum("bhqk,bkhd->bqhd", ds, kk), per_group(np.einsum("bhqk,bqhd->bkhd", ds, q)),
+            per_group(np.einsum("bhqk,bqhd->bkhd", p, dout)))
+
+
 def ref_attention(q, k, v, scale, causal=False, window=(-1, -1), softcap=0.0):
     """(o [batch, seqlen_q, heads_q, d], lse [batch, heads_q, seqlen_q]); a query with no visible key
     gives o = 0 and lse = -inf."""

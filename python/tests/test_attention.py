@@ -32,11 +32,9 @@ def test_reference_attention_hand_values():
 
 Q = np.zeros((1, 4, 2, 8), np.float32)
 
-NO_CPU = "attention_naive_forward: q.device: expected cuda (there is no CPU implementation), got cpu"
-
 BAD_CALLS = {
-    "attention on the CPU": (lambda: ignis.attention(Q, Q, Q), NO_CPU),
-    "numpy on the CPU": (lambda: ignis.attention_naive(Q, Q, Q), NO_CPU),
+    "f64 on the CPU": (lambda: ignis.attention(Q.astype(np.float64), Q.astype(np.float64), Q.astype(np.float64)),
+                       "attention_naive_forward: q.dtype: expected f32 (on the CPU), got f64"),
     "heads": (lambda: ignis.attention_naive(Q, Q[:, :, :1].repeat(3, axis=2), Q[:, :, :1].repeat(3, axis=2)),
               "attention_naive_forward: q.size(2) (heads_q): expected a multiple of heads_kv (3), got 2"),
     "v shape": (lambda: ignis.attention_naive(Q, Q, Q[:, :3]),
@@ -52,6 +50,27 @@ BAD_CALLS = {
 
 
 test_attention_bad_arguments = bad_arguments_test(BAD_CALLS)
+
+
+@pytest.mark.parametrize("options", [dict(causal=False), dict(causal=True), dict(causal=True, window=(16, 0)),
+                                     dict(causal=False, window=(3, 5), softcap=20.0),
+                                     dict(causal=False, softcap=5.0, softmax_scale=0.3)], ids=str)
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1, 1, 8), (2, 17, 40, 4, 2, 64), (1, 50, 20, 3, 1, 32)])
+def test_attention_cpu_f32(rng, shape, options):
+    """numpy float32 on the CPU: ignis.attention (the naive path) against the float64 reference."""
+    batch, sq, sk, hq, hkv, d = shape
+    q = rng.standard_normal((batch, sq, hq, d)).astype(np.float32)
+    k = rng.standard_normal((batch, sk, hkv, d)).astype(np.float32)
+    v = rng.standard_normal((batch, sk, hkv, d)).astype(np.float32)
+    o, lse = ignis.attention(q, k, v, **options, return_lse=True)
+    assert isinstance(o, np.ndarray) and o.dtype == np.float32 and o.shape == q.shape and lse.dtype == np.float32
+    scale = options.get("softmax_scale", 1.0 / math.sqrt(d))
+    ref_o, ref_lse = ref_attention(q, k, v, scale, options["causal"], options.get("window", (-1, -1)),
+                                   options.get("softcap", 0.0))
+    np.testing.assert_allclose(o, ref_o, rtol=0, atol=2e-6 * max(1.0, np.abs(ref_o).max()))
+    finite = np.isfinite(ref_lse)
+    np.testing.assert_array_equal(np.isfinite(lse), finite)
+    np.testing.assert_allclose(lse[finite], ref_lse[finite], rtol=2e-6, atol=2e-6)
 
 
 # ---- torch on a GPU ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""ignis.attention_backward (CUDA bfloat16/float16): wrapped with ignis.attention in a torch.autograd.Function,
-as a training step uses them, its gradients against torch autograd in float64 (the reference), within twice the
-error of torch autograd through the same computation written plainly in the storage dtype (the naive bound),
-and against torch's own SDPA backward. On the CPU: the errors."""
+"""ignis.attention_backward. CUDA bfloat16/float16 (the fused kernel): wrapped with ignis.attention in a
+torch.autograd.Function, as a training step uses them, its gradients against torch autograd in float64 (the
+reference), within twice the error of torch autograd through the same computation written plainly in the storage
+dtype (the naive bound), and against torch's own SDPA backward. numpy float32 on the CPU (the naive path): against
+the float64 numpy reference. The errors of both."""
 import math
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 import ignis
 from helpers import cuda_normal, raises, to_numpy64
-from reference import assert_within_naive, attention_mask
+from reference import assert_within_naive, attention_mask, ref_attention_backward
 
 
 def ignis_attention(torch):
@@ -43,7 +44,7 @@ def plain_attention(torch, q, k, v, scale, mask, softcap):
     return torch.einsum("bhqk,bkhd->bqhd", p, vv)
 
 
-def grads_of(torch, fn, inputs, dout):
+def grads_of(fn, inputs, dout):
     leaves = [x.detach().clone().requires_grad_() for x in inputs]
     fn(*leaves).backward(dout)
     return [x.grad for x in leaves]
@@ -83,9 +84,9 @@ def test_attention_backward_cuda(cuda, rng, dtype, shape, options):
     scale = options.get("softmax_scale", 1.0 / math.sqrt(d))
     softcap = options.get("softcap", 0.0)
     plain = lambda q, k, v: plain_attention(torch, q, k, v, scale, mask, softcap)  # noqa: E731
-    got = grads_of(torch, lambda q, k, v: ignis_attention(torch)(q, k, v, options), (q, k, v), dout)
-    ref = grads_of(torch, plain, (q.double(), k.double(), v.double()), dout.double())
-    naive = grads_of(torch, plain, (q, k, v), dout)
+    got = grads_of(lambda q, k, v: ignis_attention(torch)(q, k, v, options), (q, k, v), dout)
+    ref = grads_of(plain, (q.double(), k.double(), v.double()), dout.double())
+    naive = grads_of(plain, (q, k, v), dout)
     for name, g, r, n, x in zip(("dq", "dk", "dv"), got, ref, naive, (q, k, v)):
         assert isinstance(g, torch.Tensor) and g.dtype == x.dtype and g.shape == x.shape and g.device == x.device
         assert_within_naive(to_numpy64(g), to_numpy64(r), to_numpy64(n), dtype, name)
@@ -99,9 +100,9 @@ def test_attention_backward_matches_sdpa_causal(cuda, rng):
     q, k, v, dout = (cuda_normal(torch, rng, shape, "bf16") for _ in range(4))
     t = lambda x: x.transpose(1, 2)  # noqa: E731
     sdpa = lambda q, k, v: t(torch.nn.functional.scaled_dot_product_attention(t(q), t(k), t(v), is_causal=True))  # noqa: E731
-    got = grads_of(torch, lambda q, k, v: ignis_attention(torch)(q, k, v, dict(causal=True)), (q, k, v), dout)
-    peer = grads_of(torch, sdpa, (q, k, v), dout)
-    ref = grads_of(torch, sdpa, (q.double(), k.double(), v.double()), dout.double())
+    got = grads_of(lambda q, k, v: ignis_attention(torch)(q, k, v, dict(causal=True)), (q, k, v), dout)
+    peer = grads_of(sdpa, (q, k, v), dout)
+    ref = grads_of(sdpa, (q.double(), k.double(), v.double()), dout.double())
     for name, g, r, p in zip(("dq", "dk", "dv"), got, ref, peer):
         assert_within_naive(to_numpy64(g), to_numpy64(r), to_numpy64(p), "bf16", name + " vs sdpa")
 
@@ -118,12 +119,28 @@ def test_attention_backward_deterministic_dk_dv(cuda, rng):
     np.testing.assert_allclose(to_numpy64(first[0]), to_numpy64(second[0]), rtol=1e-2, atol=1e-2)
 
 
+@pytest.mark.parametrize("options", OPTIONS, ids=str)
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1, 1, 8), (2, 17, 40, 4, 2, 64), (1, 30, 30, 6, 2, 32)])
+def test_attention_backward_cpu_f32(rng, shape, options):
+    batch, sq, sk, hq, hkv, d = shape
+    q, dout = (rng.standard_normal((batch, sq, hq, d)).astype(np.float32) for _ in range(2))
+    k, v = (rng.standard_normal((batch, sk, hkv, d)).astype(np.float32) for _ in range(2))
+    o, lse = ignis.attention(q, k, v, **options, return_lse=True)
+    got = ignis.attention_backward(dout, q, k, v, o, lse, **options)
+    ref = ref_attention_backward(q, k, v, dout, options.get("softmax_scale", 1.0 / math.sqrt(d)), options["causal"],
+                                 options.get("window", (-1, -1)), options.get("softcap", 0.0))
+    for name, g, r, x in zip(("dq", "dk", "dv"), got, ref, (q, k, v)):
+        assert isinstance(g, np.ndarray) and g.dtype == np.float32 and g.shape == x.shape, name
+        np.testing.assert_allclose(g, r, rtol=0, atol=1e-5 * max(1.0, np.abs(r).max()), err_msg=name)
+
+
 def test_attention_backward_bad_arguments(rng):
     q = rng.standard_normal((1, 4, 2, 64)).astype(np.float32)
     lse = np.zeros((1, 2, 4), np.float32)
-    with raises("flash_attention_backward: q.device: expected cuda (there is no CPU implementation), got cpu"):
-        ignis.attention_backward(q, q, q, q, q, lse)
-    with raises("flash_attention_backward: lse.shape: expected [1, 2, 4], got [1, 4, 2]"):
+    with raises("attention_naive_backward: q.dtype: expected f32 (on the CPU), got f64"):
+        q64 = q.astype(np.float64)
+        ignis.attention_backward(q64, q64, q64, q64, q64, lse)
+    with raises("attention_naive_backward: lse.shape: expected [1, 2, 4], got [1, 4, 2]"):
         ignis.attention_backward(q, q, q, q, q, np.zeros((1, 4, 2), np.float32))
 
 
@@ -135,5 +152,6 @@ def test_attention_backward_cuda_bad_arguments(cuda):
         ignis.attention_backward(q.half(), q, q, q, q, lse)
     with raises("flash_attention_backward: lse.dtype: expected f32, got bf16"):
         ignis.attention_backward(q, q, q, q, q, lse.bfloat16())
-    with raises("flash_attention_backward: q.dtype: expected bf16 or f16, got f32"):
+    with raises("attention_naive_backward: q: expected f32 on the CPU (on CUDA, flash_attention_backward takes bf16 "
+                "and f16), got f32 on cuda:0"):
         ignis.attention_backward(q.float(), q.float(), q.float(), q.float(), q.float(), lse)

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <ostream>
 
+#include "harness/op_harness.h"
 #include "ignis/attention_params.h"
 #include "ref/attention.h"
 
@@ -46,6 +47,26 @@ inline ref::AttentionParams to_ref(const AttentionCase& c) {
   p.window_right = c.params.window_right;
   p.softcap = c.params.softcap;
   return p;
+}
+
+// Standard normal q, k and v of p's shapes, rounded to `dtype`, as values and as tensors on `device`.
+struct AttentionInputs {
+  std::vector<double> q, k, v;  // q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]
+  Tensor tq, tk, tv;
+};
+
+inline AttentionInputs random_attention_inputs(const ref::AttentionParams& p, DType dtype, Device device,
+                                               std::mt19937_64& rng) {
+  const Shape q_shape{p.batch, p.seqlen_q, p.heads_q, p.head_dim};
+  const Shape kv_shape{p.batch, p.seqlen_k, p.heads_kv, p.head_dim};
+  AttentionInputs in;
+  in.q = quantize(random_normal(rng, static_cast<std::size_t>(p.batch * p.seqlen_q * p.heads_q * p.head_dim)), dtype);
+  in.k = quantize(random_normal(rng, static_cast<std::size_t>(p.batch * p.seqlen_k * p.heads_kv * p.head_dim)), dtype);
+  in.v = quantize(random_normal(rng, in.k.size()), dtype);
+  in.tq = make_tensor(in.q, q_shape, dtype, device);
+  in.tk = make_tensor(in.k, kv_shape, dtype, device);
+  in.tv = make_tensor(in.v, kv_shape, dtype, device);
+  return in;
 }
 
 }  // namespace ignis::test

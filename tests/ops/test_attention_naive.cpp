@@ -1,4 +1,4 @@
-// The naive attention kernel (CUDA f32/f64) against the fp64 reference: odd sequence lengths,
+// The naive attention kernel (CUDA f32/f64, CPU f32) against the fp64 reference: odd sequence lengths,
 // head dims up to 256, GQA, causal/window/softcap masks with seqlen_q != seqlen_k, a row longer
 // than any shared-memory tile, poisoned outputs, and bad arguments.
 #include <gtest/gtest.h>
@@ -30,21 +30,13 @@ Outputs run_case(const Impl& impl, const Case& c, std::uint64_t salt, double f32
   SCOPED_TRACE(testing::Message() << impl << " " << c);
   const auto p = to_ref(c);
   const Shape q_shape{p.batch, p.seqlen_q, p.heads_q, p.head_dim};
-  const Shape kv_shape{p.batch, p.seqlen_k, p.heads_kv, p.head_dim};
   const Shape lse_shape{p.batch, p.heads_q, p.seqlen_q};
   auto rng = test::case_rng(salt);
-  const auto q_count = static_cast<std::size_t>(p.batch * p.seqlen_q * p.heads_q * p.head_dim);
-  const auto kv_count = static_cast<std::size_t>(p.batch * p.seqlen_k * p.heads_kv * p.head_dim);
-  const auto q = test::quantize(test::random_normal(rng, q_count), impl.dtype);
-  const auto k = test::quantize(test::random_normal(rng, kv_count), impl.dtype);
-  const auto v = test::quantize(test::random_normal(rng, kv_count), impl.dtype);
-  Tensor tq = test::make_tensor(q, q_shape, impl.dtype, impl.device);
-  Tensor tk = test::make_tensor(k, kv_shape, impl.dtype, impl.device);
-  Tensor tv = test::make_tensor(v, kv_shape, impl.dtype, impl.device);
+  const test::AttentionInputs in = test::random_attention_inputs(p, impl.dtype, impl.device, rng);
   Tensor to = test::make_poisoned(q_shape, impl.dtype, impl.device);
   Tensor tlse = test::make_poisoned(lse_shape, attention_lse_dtype(impl.dtype), impl.device);
-  attention_naive_forward(tq, tk, tv, to, tlse, c.params);
-  const auto ref = ref::attention_forward(q, k, v, p);
+  attention_naive_forward(in.tq, in.tk, in.tv, to, tlse, c.params);
+  const auto ref = ref::attention_forward(in.q, in.k, in.v, p);
   Outputs got{test::read_tensor(to), test::read_tensor(tlse)};
   EXPECT_TRUE(test::close_to_reference(got.o, ref.o, impl.dtype, {}, f32_rtol)) << "o";
   EXPECT_TRUE(test::close_to_reference(got.lse, ref.lse, attention_lse_dtype(impl.dtype), {}, f32_rtol)) << "lse";
@@ -205,9 +197,11 @@ TEST_P(AttentionNaiveOp, RejectsBadArguments) {
   EXPECT_ERROR_CONTAINS(attention_naive_forward(half_q, half_kv, half_kv, half_q, f32_lse, none),
                         "attention_naive_forward: q.dtype");
 
-  Tensor host_k = test::make_poisoned({2, 7, 2, 16}, impl.dtype, Device::cpu());
-  EXPECT_ERROR_CONTAINS(attention_naive_forward(t.q, host_k, t.v, t.o, t.lse, none),
-                        "attention_naive_forward: k.device");
+  if (impl.device.is_cuda()) {
+    Tensor host_k = test::make_poisoned({2, 7, 2, 16}, impl.dtype, Device::cpu());
+    EXPECT_ERROR_CONTAINS(attention_naive_forward(t.q, host_k, t.v, t.o, t.lse, none),
+                          "attention_naive_forward: k.device");
+  }
 
   ValidCall wide(impl, 32);
   const Shape strides = contiguous_strides({2, 5, 4, 32});
@@ -305,23 +299,26 @@ TEST_P(AttentionNaiveOp, KvCacheWithDeviceLengths) {
                           "attention_naive_forward: seqlens_k.dtype");
     EXPECT_ERROR_CONTAINS(attention_naive_kvcache_forward(tq, tk, tv, tlen.reshape({1, batch}), to, Tensor(), params),
                           "attention_naive_forward: seqlens_k.dim");
-    Tensor host_len = Tensor::view(host_lengths.data(), DType::i32, Device::cpu(), {batch});
-    EXPECT_ERROR_CONTAINS(attention_naive_kvcache_forward(tq, tk, tv, host_len, to, Tensor(), params),
-                          "attention_naive_forward: seqlens_k.device");
+    if (impl.device.is_cuda()) {
+      Tensor host_len = Tensor::view(host_lengths.data(), DType::i32, Device::cpu(), {batch});
+      EXPECT_ERROR_CONTAINS(attention_naive_kvcache_forward(tq, tk, tv, host_len, to, Tensor(), params),
+                            "attention_naive_forward: seqlens_k.device");
+    }
   }
 }
 
-TEST(AttentionNaiveOp, RejectsTheCpu) {
-  EXPECT_FALSE(attention_naive_supported(Device::cpu(), DType::f32));
+// The CPU path takes f32 only; a CUDA-only dtype names the device's choice.
+TEST(AttentionNaiveOp, CpuTakesF32Only) {
+  EXPECT_TRUE(attention_naive_supported(Device::cpu(), DType::f32));
+  EXPECT_FALSE(attention_naive_supported(Device::cpu(), DType::f64));
   EXPECT_FALSE(attention_naive_supported(Device::cuda(0), DType::bf16));
-  const Impl cpu{Device::cpu(), DType::f32};
+  const Impl cpu{Device::cpu(), DType::f64};
   ValidCall t(cpu);
   try {
     attention_naive_forward(t.q, t.k, t.v, t.o, t.lse, {});
-    ADD_FAILURE() << "a CPU call was accepted";
+    ADD_FAILURE() << "an f64 CPU call was accepted";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 "attention_naive_forward: q.device: expected cuda (there is no CPU implementation), got cpu");
+    EXPECT_STREQ(e.what(), "attention_naive_forward: q.dtype: expected f32 (on the CPU), got f64");
   }
 }
 

@@ -11,7 +11,8 @@ namespace ignis {
 DType attention_lse_dtype(DType dtype);
 
 // The naive kernel: one thread block per (batch, query head, query row), any sequence length,
-// head_dim up to kAttentionNaiveMaxHeadDim. CUDA f32 and f64, accumulated in the input precision.
+// head_dim up to kAttentionNaiveMaxHeadDim. CUDA f32 and f64, accumulated in the input precision; CPU f32,
+// sums in double.
 // q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim] with
 // heads_q % heads_kv == 0 (query head h reads kv head h / (heads_q / heads_kv));
 // lse: [batch, heads_q, seqlen_q] of attention_lse_dtype(q.dtype()), natural log.
@@ -28,5 +29,14 @@ void attention_naive_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
 void attention_naive_kvcache_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                      const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
                                      const AttentionParams& params, Stream stream = {});
+
+// Gradients of sum(dout * o) for o, lse = attention_naive_forward(q, k, v) with the same params, from its o and
+// lse: dq like q, dk and dv like k (summed over each group's query heads); dout like q, lse f32. CPU f32 only (the
+// CUDA backward is flash_attention_backward, bf16 and f16). A query with no visible key (lse -inf) passes no
+// gradient.
+bool attention_naive_backward_supported(Device device, DType dtype);
+void attention_naive_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                              const Tensor& lse, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                              const AttentionParams& params, Stream stream = {});
 
 }  // namespace ignis
