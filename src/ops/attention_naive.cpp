@@ -33,17 +33,8 @@ constexpr const char* kWhere = "attention_naive_forward";
 // q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim].
 void check_common(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const AttentionParams& params,
                   const char* where = kWhere) {
-  check_dim(q, 4, where, "q");
-  check_contiguous(q, where, "q");
-  check_dim(k, 4, where, "k");
-  const std::int64_t batch = q.size(0), seqlen_q = q.size(1), heads_q = q.size(2), head_dim = q.size(3);
-  const std::int64_t seqlen_k = k.size(1), heads_kv = k.size(2);
-  for (auto [size, name] : {std::pair{batch, "q.size(0) (batch)"}, std::pair{seqlen_q, "q.size(1) (seqlen_q)"},
-                            std::pair{heads_q, "q.size(2) (heads_q)"}, std::pair{head_dim, "q.size(3) (head_dim)"},
-                            std::pair{seqlen_k, "k.size(1) (seqlen_k)"}, std::pair{heads_kv, "k.size(2) (heads_kv)"}})
-    check_arg(size > 0, where, name, "> 0", size);
-  check_arg(heads_q % heads_kv == 0, where, "q.size(2) (heads_q)",
-            detail::lazy_concat("a multiple of heads_kv (", heads_kv, ")"), heads_q);
+  check_attention_shapes(q, k, where);
+  const std::int64_t batch = q.size(0), head_dim = q.size(3), seqlen_k = k.size(1), heads_kv = k.size(2);
   check_arg(head_dim <= kAttentionNaiveMaxHeadDim, where, "q.size(3) (head_dim)",
             detail::lazy_concat("<= ", kAttentionNaiveMaxHeadDim), head_dim);
   check_attention_tensor(k, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), where, "k");

@@ -24,21 +24,13 @@ inline void check_flash_aligned(const Tensor& t, const char* where, const char* 
 // 16-byte alignment and params, each error naming `where` and the argument.
 inline void check_flash_tensors(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                                 const AttentionParams& p, const char* where) {
-  check_dim(q, 4, where, "q");
-  check_contiguous(q, where, "q");
-  check_dim(k, 4, where, "k");
+  check_attention_shapes(q, k, where);
   const std::int64_t batch = q.size(0), seqlen_q = q.size(1), heads_q = q.size(2), head_dim = q.size(3);
   const std::int64_t seqlen_k = k.size(1), heads_kv = k.size(2);
-  for (auto [size, name] : {std::pair{batch, "q.size(0) (batch)"}, std::pair{seqlen_q, "q.size(1) (seqlen_q)"},
-                            std::pair{heads_q, "q.size(2) (heads_q)"}, std::pair{seqlen_k, "k.size(1) (seqlen_k)"},
-                            std::pair{heads_kv, "k.size(2) (heads_kv)"}})
-    check_arg(size > 0, where, name, "> 0", size);
   check_arg(batch <= kMaxFlashGridYZ, where, "q.size(0) (batch)", "<= 65535", batch);
   check_arg(heads_q <= kMaxFlashGridYZ, where, "q.size(2) (heads_q)", "<= 65535", heads_q);
   check_arg(seqlen_q <= kMaxFlashSeqlen, where, "q.size(1) (seqlen_q)", "<= 2^28", seqlen_q);
   check_arg(seqlen_k <= kMaxFlashSeqlen, where, "k.size(1) (seqlen_k)", "<= 2^28", seqlen_k);
-  check_arg(heads_q % heads_kv == 0, where, "q.size(2) (heads_q)",
-            detail::lazy_concat("a multiple of heads_kv (", heads_kv, ")"), heads_q);
   check_arg(flash_attention_head_dim_supported(head_dim), where, "q.size(3) (head_dim)", "64 or 128", head_dim);
   check_attention_tensor(k, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), where, "k");
   check_attention_tensor(v, q, {batch, seqlen_k, heads_kv, head_dim}, q.dtype(), where, "v");

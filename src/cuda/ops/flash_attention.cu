@@ -16,14 +16,13 @@
 #include <array>
 #include <atomic>
 #include <climits>
-#include <cstdlib>
-#include <string_view>
 
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scratch.h"
 #include "cuda/ops/flash_attention.h"
 #include "cuda/ops/flash_forward_sm90.cuh"
 #include "cuda/ops/flash_kernel_common.cuh"
+#include "cuda/ops/flash_launch_common.cuh"
 #include "cuda/ops/flash_mma.cuh"
 #include "cuda/ops/flash_split_plan.h"
 
@@ -34,7 +33,6 @@ using flash::Args;
 using flash::cp_async_16;
 using flash::KeyRange;
 using flash::key_range;
-using flash::kLog2e;
 using flash::smem_address;
 
 constexpr int kWarps = 4;
@@ -276,10 +274,7 @@ ForwardKernel forward_kernel() {
                  : ForwardKernel{flash_forward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, kBlockM, 0};
   };
   const int cached = once_per_device(cache, [&] {
-    const char* forced = std::getenv("IGNIS_FLASH_KERNEL");
-    const bool wgmma = device_attribute(cudaDevAttrComputeCapabilityMajor) == 9 &&
-                       device_attribute(cudaDevAttrComputeCapabilityMinor) == 0 &&
-                       !(forced && std::string_view(forced) == "mma_sync");
+    const bool wgmma = flash::wgmma_kernels_chosen();
     const ForwardKernel k = choose(wgmma);
     IGNIS_CUDA_CHECK(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
     int per_sm = 0;
@@ -304,8 +299,6 @@ template <class T, int D>
 void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
             const int* seqlens_k, const AttentionParams& params, int num_splits, Stream stream) {
   const auto seqlen_q = q.size(1), seqlen_k = k.size(1);
-  // A window wider than both sequences is no window; narrower ones fit in int.
-  auto window = [&](std::int64_t w) { return w < 0 || w > seqlen_q + seqlen_k ? -1 : static_cast<int>(w); };
   Args args{};
   args.q = q.data();
   args.k = k.data();
@@ -318,12 +311,7 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.heads_q = static_cast<int>(q.size(2));
   args.heads_kv = static_cast<int>(k.size(2));
   args.group = args.heads_q / args.heads_kv;
-  args.scale_log2 = static_cast<float>(params.scale * kLog2e);
-  args.cap_inner = params.softcap > 0 ? static_cast<float>(params.scale / params.softcap) : 0.0f;
-  args.cap_log2 = params.softcap > 0 ? static_cast<float>(params.softcap * kLog2e) : 0.0f;
-  args.causal = params.causal;
-  args.window_left = window(params.window_left);
-  args.window_right = window(params.window_right);
+  flash::set_score_args(args, params, seqlen_q, seqlen_k);
 
   const ForwardKernel forward = forward_kernel<T, D>();
   const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);

@@ -17,8 +17,6 @@
 // Shared rows are padded by 16 bytes (load_padded_rows). Fragment layouts: flash_mma.cuh.
 #include <array>
 #include <atomic>
-#include <cstdlib>
-#include <string_view>
 
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scratch.h"
@@ -26,13 +24,13 @@
 #include "cuda/ops/flash_backward_common.cuh"
 #include "cuda/ops/flash_backward_sm90.cuh"
 #include "cuda/ops/flash_kernel_common.cuh"
+#include "cuda/ops/flash_launch_common.cuh"
 #include "cuda/ops/flash_mma.cuh"
 
 namespace ignis::cuda {
 namespace {
 
 using flash::BackwardArgs;
-using flash::kLog2e;
 using flash::smem_address;
 
 constexpr int kWarps = 4;
@@ -280,10 +278,7 @@ BackwardKernel backward_kernel() {
                  : BackwardKernel{flash_backward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, kBlockN};
   };
   const int cached = once_per_device(cache, [&] {
-    const char* forced = std::getenv("IGNIS_FLASH_KERNEL");
-    const bool wgmma = device_attribute(cudaDevAttrComputeCapabilityMajor) == 9 &&
-                       device_attribute(cudaDevAttrComputeCapabilityMinor) == 0 &&
-                       !(forced && std::string_view(forced) == "mma_sync");
+    const bool wgmma = flash::wgmma_kernels_chosen();
     const BackwardKernel k = choose(wgmma);
     IGNIS_CUDA_CHECK(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
     return wgmma ? 2 : 1;
@@ -297,8 +292,6 @@ template <class T, int D>
 void launch(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
             const Tensor& dq, const Tensor& dk, const Tensor& dv, const AttentionParams& params, Stream stream) {
   const auto batch = q.size(0), seqlen_q = q.size(1), heads_q = q.size(2), seqlen_k = k.size(1);
-  // A window wider than both sequences is no window; narrower ones fit in int.
-  auto window = [&](std::int64_t w) { return w < 0 || w > seqlen_q + seqlen_k ? -1 : static_cast<int>(w); };
   const long long rows = batch * seqlen_q * heads_q;
   const std::size_t accum_bytes = align_up(static_cast<std::size_t>(rows * D) * sizeof(float));
   const Scratch scratch(accum_bytes + static_cast<std::size_t>(rows) * sizeof(float), stream);
@@ -319,12 +312,7 @@ void launch(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& 
   args.heads_kv = static_cast<int>(k.size(2));
   args.group = args.heads_q / args.heads_kv;
   args.scale = static_cast<float>(params.scale);
-  args.scale_log2 = static_cast<float>(params.scale * kLog2e);
-  args.cap_inner = params.softcap > 0 ? static_cast<float>(params.scale / params.softcap) : 0.0f;
-  args.cap_log2 = params.softcap > 0 ? static_cast<float>(params.softcap * kLog2e) : 0.0f;
-  args.causal = params.causal;
-  args.window_left = window(params.window_left);
-  args.window_right = window(params.window_right);
+  flash::set_score_args(args, params, seqlen_q, seqlen_k);
 
   const cudaStream_t s = to_cuda(stream);
   flash_backward_prepare_kernel<T, D><<<ceil_div(rows, kPrepareRowsPerBlock<D>), kPrepareThreads, 0, s>>>(
