@@ -12,6 +12,8 @@
 // A grid too small to fill the GPU splits each tile's keys over several blocks (flash_split_plan.h):
 // each writes its rows' normalized fp32 o and lse, and flash_combine_kernel merges them.
 // See docs/PERF_NOTES.md for the tile sizes and the expected speed.
+#include <cudaTypedefs.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -21,6 +23,7 @@
 #include "cuda/common/scratch.h"
 #include "cuda/ops/flash_attention.h"
 #include "cuda/ops/flash_forward_sm90.cuh"
+#include "cuda/ops/flash_forward_sm90_ws.cuh"
 #include "cuda/ops/flash_kernel_common.cuh"
 #include "cuda/ops/flash_launch_common.cuh"
 #include "cuda/ops/flash_mma.cuh"
@@ -286,6 +289,51 @@ ForwardKernel forward_kernel() {
   return k;
 }
 
+// DRAFT (never run): the producer-warp wgmma kernel of flash_forward_sm90_ws.cuh, when IGNIS_FLASH_KERNEL=wgmma_ws
+// asks for it on compute capability 9.0; its kernel pointer is null (it takes tensor maps), resident 0 where it is
+// not asked for.
+template <class T, int D>
+ForwardKernel ws_forward_kernel() {
+  static std::array<std::atomic<int>, kCachedDevices> cache{};  // resident + 1: never 0
+  const int cached = once_per_device(cache, [] {
+    const char* forced = std::getenv("IGNIS_FLASH_KERNEL");
+    if (!(forced && std::string_view(forced) == "wgmma_ws") ||
+        device_attribute(cudaDevAttrComputeCapabilityMajor) != 9)
+      return 1;
+    auto* kernel = flash::sm90::flash_forward_ws_kernel<T, D>;
+    constexpr int kSmem = flash::sm90::WsSmem<D>::kBytes, kWsThreads = flash::sm90::WsLayout::kThreads;
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    int per_sm = 0;
+    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWsThreads, kSmem));
+    return std::max(per_sm, 1) * sm_count() + 1;
+  });
+  return ForwardKernel{nullptr, flash::sm90::WsLayout::kThreads, flash::sm90::WsSmem<D>::kBytes,
+                       flash::sm90::WsLayout::kBlockM, cached - 1};
+}
+
+// A 4-D tensor map over t: [batch, rows, heads, D] (dims D, heads, rows, batch innermost first), boxes of 64
+// columns x 1 head x box_rows rows x 1 sequence, 128-byte swizzled; rows past the tensor read as zeros.
+inline CUtensorMap tensor_map(const Tensor& t, int box_rows) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    IGNIS_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(t.size(3)), static_cast<cuuint64_t>(t.size(2)),
+                              static_cast<cuuint64_t>(t.size(1)), static_cast<cuuint64_t>(t.size(0))};
+  const cuuint64_t strides[3] = {dims[0] * 2, dims[0] * dims[1] * 2, dims[0] * dims[1] * dims[2] * 2};  // bytes
+  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  CUtensorMap map{};
+  const CUresult result = encode(
+      &map, t.dtype() == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+      t.data(), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS) throw Error("flash_attention_forward: cuTensorMapEncodeTiled failed");
+  return map;
+}
+
 // flash_auto_splits' choice for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys, for the forward
 // kernel the device runs.
 int auto_splits(const Tensor& q, long long seqlen_k, bool causal, const ForwardKernel& forward) {
@@ -313,13 +361,19 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.group = args.heads_q / args.heads_kv;
   flash::set_score_args(args, params, seqlen_q, seqlen_k);
 
-  const ForwardKernel forward = forward_kernel<T, D>();
+  const ForwardKernel ws = ws_forward_kernel<T, D>();
+  const bool use_ws = ws.resident > 0 && seqlens_k == nullptr;  // the draft cannot zero a cache's stale rows
+  const ForwardKernel forward = use_ws ? ws : forward_kernel<T, D>();
   const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);
   args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, forward);
   const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
                   static_cast<unsigned>(batch));
   auto run_forward = [&] {
-    forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
+    if (use_ws)
+      flash::sm90::flash_forward_ws_kernel<T, D><<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
+          args, tensor_map(q, forward.block_m), tensor_map(k, kBlockN), tensor_map(v, kBlockN));
+    else
+      forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
     IGNIS_CHECK_LAUNCH();
   };
   if (args.splits == 1) return run_forward();
