@@ -289,26 +289,28 @@ ForwardKernel forward_kernel() {
   return k;
 }
 
-// DRAFT (never run): the producer-warp wgmma kernel of flash_forward_sm90_ws.cuh, when IGNIS_FLASH_KERNEL=wgmma_ws
-// asks for it on compute capability 9.0; its kernel pointer is null (it takes tensor maps), resident 0 where it is
-// not asked for.
+// EXPERIMENT: the producer-warp wgmma kernel of flash_forward_sm90_ws.cuh, when IGNIS_FLASH_KERNEL asks for it
+// ("wgmma_ws", or "wgmma_ws_pp" with the consumers' ping-pong) on compute capability 9.0; resident 0 where it
+// is not asked for. ping_pong: which of the two.
 template <class T, int D>
-ForwardKernel ws_forward_kernel() {
-  static std::array<std::atomic<int>, kCachedDevices> cache{};  // resident + 1: never 0
+ForwardKernel ws_forward_kernel(bool& ping_pong) {
+  static std::array<std::atomic<int>, kCachedDevices> cache{};  // 2 * resident + ping_pong + 1: never 0
   const int cached = once_per_device(cache, [] {
     const char* forced = std::getenv("IGNIS_FLASH_KERNEL");
-    if (!(forced && std::string_view(forced) == "wgmma_ws") ||
-        device_attribute(cudaDevAttrComputeCapabilityMajor) != 9)
+    const std::string_view name = forced ? forced : "";
+    if ((name != "wgmma_ws" && name != "wgmma_ws_pp") || device_attribute(cudaDevAttrComputeCapabilityMajor) != 9)
       return 1;
-    auto* kernel = flash::sm90::flash_forward_ws_kernel<T, D>;
+    const bool pp = name == "wgmma_ws_pp";
+    auto* kernel = pp ? flash::sm90::flash_forward_ws_kernel<T, D, true> : flash::sm90::flash_forward_ws_kernel<T, D, false>;
     constexpr int kSmem = flash::sm90::WsSmem<D>::kBytes, kWsThreads = flash::sm90::WsLayout::kThreads;
     IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     int per_sm = 0;
     IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWsThreads, kSmem));
-    return std::max(per_sm, 1) * sm_count() + 1;
+    return 2 * std::max(per_sm, 1) * sm_count() + (pp ? 1 : 0) + 1;
   });
+  ping_pong = (cached - 1) % 2 == 1;
   return ForwardKernel{nullptr, flash::sm90::WsLayout::kThreads, flash::sm90::WsSmem<D>::kBytes,
-                       flash::sm90::WsLayout::kBlockM, cached - 1};
+                       flash::sm90::WsLayout::kBlockM, (cached - 1) / 2};
 }
 
 // A 4-D tensor map over t: [batch, rows, heads, D] (dims D, heads, rows, batch innermost first), boxes of 64
@@ -361,7 +363,8 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.group = args.heads_q / args.heads_kv;
   flash::set_score_args(args, params, seqlen_q, seqlen_k);
 
-  const ForwardKernel ws = ws_forward_kernel<T, D>();
+  bool ping_pong = false;
+  const ForwardKernel ws = ws_forward_kernel<T, D>(ping_pong);
   const bool use_ws = ws.resident > 0 && seqlens_k == nullptr;  // the draft cannot zero a cache's stale rows
   const ForwardKernel forward = use_ws ? ws : forward_kernel<T, D>();
   const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);
@@ -370,8 +373,10 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
                   static_cast<unsigned>(batch));
   auto run_forward = [&] {
     if (use_ws)
-      flash::sm90::flash_forward_ws_kernel<T, D><<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
-          args, tensor_map(q, forward.block_m), tensor_map(k, kBlockN), tensor_map(v, kBlockN));
+      (ping_pong ? flash::sm90::flash_forward_ws_kernel<T, D, true> : flash::sm90::flash_forward_ws_kernel<T, D, false>)
+          <<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args, tensor_map(q, forward.block_m),
+                                                                           tensor_map(k, flash::sm90::kBlockN),
+                                                                           tensor_map(v, flash::sm90::kBlockN));
     else
       forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
     IGNIS_CHECK_LAUNCH();

@@ -60,6 +60,16 @@ __device__ __forceinline__ void mbarrier_wait(std::uint32_t bar, int parity) {
       "r"(parity)
       : "memory");
 }
+// Named barriers 1 and 2 (0 is __syncthreads') order the two consumer warpgroups' MMA issue: 256 threads, one
+// warpgroup waiting and the other arriving.
+template <int Id>
+__device__ __forceinline__ void named_barrier_sync() {
+  asm volatile("bar.sync %0, 256;\n" ::"n"(Id) : "memory");
+}
+template <int Id>
+__device__ __forceinline__ void named_barrier_arrive() {
+  asm volatile("bar.arrive %0, 256;\n" ::"n"(Id) : "memory");
+}
 // One box of a 4-D tensor map into shared memory at `dst`, completing on `bar`.
 __device__ __forceinline__ void tma_load(std::uint32_t dst, const CUtensorMap* map, int column, int head, int row,
                                          int batch, std::uint32_t bar) {
@@ -73,7 +83,9 @@ __device__ __forceinline__ void tma_load(std::uint32_t dst, const CUtensorMap* m
 
 // grid: (query tiles * splits, heads_q, batch); see plan_block. q_map: box 64 x 1 x kBlockM x 1 over q;
 // k_map, v_map: box 64 x 1 x kBlockN x 1 over k and v. Compiled for sm_90a only (elsewhere it traps).
-template <class T, int D>
+// PingPong: the consumers take turns issuing their MMAs (FlashAttention-3's schedule), so that one's softmax
+// runs while the other's MMAs hold the tensor cores.
+template <class T, int D, bool PingPong>
 __global__ void __launch_bounds__(WsLayout::kThreads, 1)
     flash_forward_ws_kernel(const Args a, const __grid_constant__ CUtensorMap q_map,
                             const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map) {
@@ -96,7 +108,7 @@ __global__ void __launch_bounds__(WsLayout::kThreads, 1)
     mbarrier_init(q_full, 1);
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(full(s), 1);
-      mbarrier_init(empty(s), WsLayout::kConsumers);
+      mbarrier_init(empty(s), 128 * WsLayout::kConsumers);  // every consumer thread arrives
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -157,10 +169,36 @@ __global__ void __launch_bounds__(WsLayout::kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) pack_p<T>(s, kk, p[kk]);
   };
-  // Hands stage i % kStages back to the producer once this warpgroup's MMAs that read it have completed.
+  // Hands stage i % kStages back to the producer once this thread's wait has seen the MMAs that read it
+  // complete. Every consumer thread arrives: an arrive by one lane (a branch, or a predicate in the asm) makes
+  // ptxas serialize the wgmma instructions (its warning C7513).
   auto release = [&](int i) {
-    if (threadIdx.x % 128 == 0) mbarrier_arrive(empty(i % kStages));
+    mbarrier_arrive(empty(i % kStages));
   };
+
+  // Turns: consumer c waits on barrier 1 + c before issuing and then lets the other go. Each issues tiles + 1
+  // times; consumer 1 opens consumer 0's first turn and skips its last hand-over, so every barrier's
+  // arrivals balance.
+  int turns_left = tiles + 1;
+  auto begin_turn = [&] {
+    if constexpr (PingPong) {
+      if (consumer == 0)
+        named_barrier_sync<1>();
+      else
+        named_barrier_sync<2>();
+    }
+  };
+  auto end_turn = [&] {
+    --turns_left;
+    if constexpr (PingPong) {
+      if (consumer == 0)
+        named_barrier_arrive<2>();
+      else if (turns_left > 0)
+        named_barrier_arrive<1>();
+    }
+  };
+  if constexpr (PingPong)
+    if (consumer == 1) named_barrier_arrive<1>();
 
   float acc_o[D / 8][4];
 #pragma unroll
@@ -176,7 +214,9 @@ __global__ void __launch_bounds__(WsLayout::kThreads, 1)
     float s[kBlockN / 8][4];
     fence_accumulators(s);
     wgmma_fence();
+    begin_turn();
     issue_scores(s, 0);
+    end_turn();
     wgmma_wait<0>();
     fence_accumulators(s);
     softmax(s, 0, p, rescale, row_max, row_sum);
@@ -188,8 +228,10 @@ __global__ void __launch_bounds__(WsLayout::kThreads, 1)
     fence_accumulators(acc_o);
     fence_fragments(p);
     wgmma_fence();
+    begin_turn();
     issue_scores(s, i);
     issue_values(acc_o, p, i - 1);
+    end_turn();
     wgmma_wait<1>();
     fence_accumulators(s);
     std::uint32_t p_next[kBlockN / 16][4];
@@ -207,7 +249,9 @@ __global__ void __launch_bounds__(WsLayout::kThreads, 1)
   fence_accumulators(acc_o);
   fence_fragments(p);
   wgmma_fence();
+  begin_turn();
   issue_values(acc_o, p, tiles - 1);
+  end_turn();
   wgmma_wait<0>();
   fence_accumulators(acc_o);
   fence_fragments(p);
