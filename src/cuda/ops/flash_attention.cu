@@ -289,28 +289,49 @@ ForwardKernel forward_kernel() {
   return k;
 }
 
-// EXPERIMENT: the producer-warp wgmma kernel of flash_forward_sm90_ws.cuh, when IGNIS_FLASH_KERNEL asks for it
-// ("wgmma_ws", or "wgmma_ws_pp" with the consumers' ping-pong) on compute capability 9.0; resident 0 where it
-// is not asked for. ping_pong: which of the two.
-template <class T, int D>
-ForwardKernel ws_forward_kernel(bool& ping_pong) {
-  static std::array<std::atomic<int>, kCachedDevices> cache{};  // 2 * resident + ping_pong + 1: never 0
-  const int cached = once_per_device(cache, [] {
+// EXPERIMENT: the producer-warp wgmma kernels of flash_forward_sm90_ws.cuh, when IGNIS_FLASH_KERNEL names one
+// on compute capability 9.0: wgmma_ws64 (2 consumers, 64-key tiles), wgmma_ws128 (2 consumers, 128-key
+// tiles), wgmma_ws128_nopp (the same without ping-pong), wgmma_ws192 (3 consumers; 128-key tiles at D 64).
+enum class WsVariant { none, ws64, ws128, ws128_nopp, ws192 };
+
+inline WsVariant ws_variant() {
+  static const WsVariant variant = [] {
     const char* forced = std::getenv("IGNIS_FLASH_KERNEL");
     const std::string_view name = forced ? forced : "";
-    if ((name != "wgmma_ws" && name != "wgmma_ws_pp") || device_attribute(cudaDevAttrComputeCapabilityMajor) != 9)
-      return 1;
-    const bool pp = name == "wgmma_ws_pp";
-    auto* kernel = pp ? flash::sm90::flash_forward_ws_kernel<T, D, true> : flash::sm90::flash_forward_ws_kernel<T, D, false>;
-    constexpr int kSmem = flash::sm90::WsSmem<D>::kBytes, kWsThreads = flash::sm90::WsLayout::kThreads;
-    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    if (device_attribute(cudaDevAttrComputeCapabilityMajor) != 9) return WsVariant::none;
+    if (name == "wgmma_ws64") return WsVariant::ws64;
+    if (name == "wgmma_ws128") return WsVariant::ws128;
+    if (name == "wgmma_ws128_nopp") return WsVariant::ws128_nopp;
+    if (name == "wgmma_ws192") return WsVariant::ws192;
+    return WsVariant::none;
+  }();
+  return variant;
+}
+
+// Calls f.template operator()<Config, PingPong>() for the variant (not none).
+template <int D, class F>
+void with_ws_config(WsVariant variant, F&& f) {
+  using flash::sm90::WsConfig;
+  switch (variant) {
+    case WsVariant::ws64: return f.template operator()<WsConfig<D, 2, 64, 3>, true>();
+    case WsVariant::ws128: return f.template operator()<WsConfig<D, 2, 128, D == 128 ? 2 : 3>, true>();
+    case WsVariant::ws128_nopp: return f.template operator()<WsConfig<D, 2, 128, D == 128 ? 2 : 3>, false>();
+    case WsVariant::ws192: return f.template operator()<WsConfig<D, 3, D == 64 ? 128 : 64, 3>, true>();
+    case WsVariant::none: return;
+  }
+}
+
+template <class T, int D, class C, bool PingPong>
+ForwardKernel ws_forward_kernel() {
+  static std::array<std::atomic<int>, kCachedDevices> cache{};  // resident + 1: never 0
+  const int cached = once_per_device(cache, [] {
+    auto* kernel = flash::sm90::flash_forward_ws_kernel<T, D, C, PingPong>;
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes));
     int per_sm = 0;
-    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWsThreads, kSmem));
-    return 2 * std::max(per_sm, 1) * sm_count() + (pp ? 1 : 0) + 1;
+    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, C::kThreads, C::kSmemBytes));
+    return std::max(per_sm, 1) * sm_count() + 1;
   });
-  ping_pong = (cached - 1) % 2 == 1;
-  return ForwardKernel{nullptr, flash::sm90::WsLayout::kThreads, flash::sm90::WsSmem<D>::kBytes,
-                       flash::sm90::WsLayout::kBlockM, (cached - 1) / 2};
+  return ForwardKernel{nullptr, C::kThreads, C::kSmemBytes, C::kBlockM, cached - 1};
 }
 
 // A 4-D tensor map over t: [batch, rows, heads, D] (dims D, heads, rows, batch innermost first), boxes of 64
@@ -363,22 +384,25 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.group = args.heads_q / args.heads_kv;
   flash::set_score_args(args, params, seqlen_q, seqlen_k);
 
-  bool ping_pong = false;
-  const ForwardKernel ws = ws_forward_kernel<T, D>(ping_pong);
-  const bool use_ws = ws.resident > 0 && seqlens_k == nullptr;  // the draft cannot zero a cache's stale rows
-  const ForwardKernel forward = use_ws ? ws : forward_kernel<T, D>();
+  const WsVariant variant = seqlens_k == nullptr ? ws_variant() : WsVariant::none;  // see the ws kernel's header
+  ForwardKernel forward{};
+  if (variant == WsVariant::none)
+    forward = forward_kernel<T, D>();
+  else
+    with_ws_config<D>(variant, [&]<class C, bool PingPong>() { forward = ws_forward_kernel<T, D, C, PingPong>(); });
   const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);
   args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, forward);
   const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
                   static_cast<unsigned>(batch));
   auto run_forward = [&] {
-    if (use_ws)
-      (ping_pong ? flash::sm90::flash_forward_ws_kernel<T, D, true> : flash::sm90::flash_forward_ws_kernel<T, D, false>)
-          <<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args, tensor_map(q, forward.block_m),
-                                                                           tensor_map(k, flash::sm90::kBlockN),
-                                                                           tensor_map(v, flash::sm90::kBlockN));
-    else
+    if (variant == WsVariant::none)
       forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
+    else
+      with_ws_config<D>(variant, [&]<class C, bool PingPong>() {
+        flash::sm90::flash_forward_ws_kernel<T, D, C, PingPong>
+            <<<grid, C::kThreads, C::kSmemBytes, to_cuda(stream)>>>(
+                args, tensor_map(q, C::kBlockM), tensor_map(k, C::kBlockN), tensor_map(v, C::kBlockN));
+      });
     IGNIS_CHECK_LAUNCH();
   };
   if (args.splits == 1) return run_forward();

@@ -116,6 +116,13 @@ struct Wgmma;
       "+f"(acc[j0 + 5][0]), "+f"(acc[j0 + 5][1]), "+f"(acc[j0 + 5][2]), "+f"(acc[j0 + 5][3]),                   \
       "+f"(acc[j0 + 6][0]), "+f"(acc[j0 + 6][1]), "+f"(acc[j0 + 6][2]), "+f"(acc[j0 + 6][3]),                   \
       "+f"(acc[j0 + 7][0]), "+f"(acc[j0 + 7][1]), "+f"(acc[j0 + 7][2]), "+f"(acc[j0 + 7][3])
+#define IGNIS_WGMMA_S128(TYPE)                                                                                  \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                                  \
+  "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " "                                              \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
+  "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "   \
+  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "       \
+  "%64, %65, p, 1, 1, 0, 0;\n}\n"
 #define IGNIS_WGMMA_PV64(TYPE)                                                                                  \
   "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                                  \
   "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "                                               \
@@ -136,6 +143,12 @@ struct Wgmma;
                                              int accumulate) {                                                  \
       asm volatile(IGNIS_WGMMA_S(TYPE) : IGNIS_WGMMA_ACC32(acc, 0) : "l"(a), "l"(b), "r"(accumulate));          \
     }                                                                                                           \
+    static __device__ __forceinline__ void s(float (&acc)[16][4], std::uint64_t a, std::uint64_t b,             \
+                                             int accumulate) {                                                  \
+      asm volatile(IGNIS_WGMMA_S128(TYPE)                                                                       \
+                   : IGNIS_WGMMA_ACC32(acc, 0), IGNIS_WGMMA_ACC32(acc, 8)                                       \
+                   : "l"(a), "l"(b), "r"(accumulate));                                                          \
+    }                                                                                                           \
     static __device__ __forceinline__ void pv(float (&acc)[8][4], const std::uint32_t (&p)[4],                  \
                                               std::uint64_t b) {                                                \
       asm volatile(IGNIS_WGMMA_PV64(TYPE)                                                                       \
@@ -153,6 +166,7 @@ IGNIS_DEFINE_WGMMA(__nv_bfloat16, "bf16")
 IGNIS_DEFINE_WGMMA(__half, "f16")
 #undef IGNIS_DEFINE_WGMMA
 #undef IGNIS_WGMMA_S
+#undef IGNIS_WGMMA_S128
 #undef IGNIS_WGMMA_ACC32
 #undef IGNIS_WGMMA_PV64
 #undef IGNIS_WGMMA_PV128

@@ -23,21 +23,22 @@
 
 namespace ignis::cuda::flash::sm90 {
 
-struct WsLayout {
-  static constexpr int kConsumers = 2;                   // consumer warpgroups
-  static constexpr int kThreads = (kConsumers + 1) * 128;  // and the producer warpgroup
-  static constexpr int kBlockM = kConsumers * 64;
-  static constexpr int kStages = 3;
-};
-
-template <int D>
-struct WsSmem {
-  static constexpr int kQBytes = WsLayout::kBlockM * D * 2;
-  static constexpr int kKvBytes = kBlockN * D * 2;  // one K or V stage
-  static constexpr int kTiles = kQBytes + 2 * WsLayout::kStages * kKvBytes;
-  // Tiles (1024-aligned), then the mbarriers: Q's, and each stage's full and empty.
-  static constexpr int kBarriers = 1 + 2 * WsLayout::kStages;
-  static constexpr int kBytes = kTiles + kBarriers * 8 + 1024;
+// The block's shape: Consumers warpgroups of 64 query rows each, BlockN keys a tile, Stages K and V tiles in
+// flight, and one producer warpgroup (of which one thread issues the copies).
+template <int D, int Consumers, int BlockN, int Stages>
+struct WsConfig {
+  static constexpr int kConsumers = Consumers, kBlockN = BlockN, kStages = Stages;
+  static constexpr int kThreads = (Consumers + 1) * 128;
+  static constexpr int kBlockM = Consumers * 64;
+  static constexpr int kQBytes = kBlockM * D * 2;
+  static constexpr int kKvBytes = BlockN * D * 2;  // one K or V stage
+  static constexpr int kTiles = kQBytes + 2 * Stages * kKvBytes;
+  // Tiles (1024-aligned), then the mbarriers: Q's, then each K stage's and each V stage's full and empty.
+  static constexpr int kBarriers = 1 + 4 * Stages;
+  static constexpr int kSmemBytes = kTiles + kBarriers * 8 + 1024;
+  // Registers a thread after setmaxnreg: the producer's few go to the consumers (65536 a block, multiples of 8).
+  static constexpr int kProducerRegisters = 24;
+  static constexpr int kConsumerRegisters = ((65536 - 128 * kProducerRegisters) / (128 * Consumers)) / 8 * 8;
 };
 
 #if IGNIS_FLASH_WGMMA
@@ -60,15 +61,13 @@ __device__ __forceinline__ void mbarrier_wait(std::uint32_t bar, int parity) {
       "r"(parity)
       : "memory");
 }
-// Named barriers 1 and 2 (0 is __syncthreads') order the two consumer warpgroups' MMA issue: 256 threads, one
-// warpgroup waiting and the other arriving.
-template <int Id>
-__device__ __forceinline__ void named_barrier_sync() {
-  asm volatile("bar.sync %0, 256;\n" ::"n"(Id) : "memory");
+// Named barriers 1.. (0 is __syncthreads') order the consumer warpgroups' MMA issue: 256 threads, one
+// warpgroup waiting and the one before it arriving.
+__device__ __forceinline__ void named_barrier_sync(int id) {
+  asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
 }
-template <int Id>
-__device__ __forceinline__ void named_barrier_arrive() {
-  asm volatile("bar.arrive %0, 256;\n" ::"n"(Id) : "memory");
+__device__ __forceinline__ void named_barrier_arrive(int id) {
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory");
 }
 // One box of a 4-D tensor map into shared memory at `dst`, completing on `bar`.
 __device__ __forceinline__ void tma_load(std::uint32_t dst, const CUtensorMap* map, int column, int head, int row,
@@ -82,22 +81,28 @@ __device__ __forceinline__ void tma_load(std::uint32_t dst, const CUtensorMap* m
 #endif
 
 // grid: (query tiles * splits, heads_q, batch); see plan_block. q_map: box 64 x 1 x kBlockM x 1 over q;
-// k_map, v_map: box 64 x 1 x kBlockN x 1 over k and v. Compiled for sm_90a only (elsewhere it traps).
+// k_map, v_map: box 64 x 1 x BlockN x 1 over k and v. Compiled for sm_90a only (elsewhere it traps).
 // PingPong: the consumers take turns issuing their MMAs (FlashAttention-3's schedule), so that one's softmax
-// runs while the other's MMAs hold the tensor cores.
-template <class T, int D, bool PingPong>
-__global__ void __launch_bounds__(WsLayout::kThreads, 1)
+// runs while another's MMAs hold the tensor cores.
+template <class T, int D, class C, bool PingPong>
+__global__ void __launch_bounds__(C::kThreads, 1)
     flash_forward_ws_kernel(const Args a, const __grid_constant__ CUtensorMap q_map,
                             const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map) {
 #if IGNIS_FLASH_WGMMA
-  using S = WsSmem<D>;
-  constexpr int kStages = WsLayout::kStages, kBlockM = WsLayout::kBlockM;
+  constexpr int kStages = C::kStages, kBlockM = C::kBlockM, kBlockN = C::kBlockN, kConsumers = C::kConsumers;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const std::uint32_t smem = (smem_address(smem_raw) + 1023u) & ~1023u;
-  const std::uint32_t s_q = smem, s_k = s_q + S::kQBytes, s_v = s_k + kStages * S::kKvBytes;
-  const std::uint32_t q_full = smem + S::kTiles;
-  auto full = [&](int stage) { return q_full + 8 * (1 + stage); };
-  auto empty = [&](int stage) { return q_full + 8 * (1 + kStages + stage); };
+  const std::uint32_t s_q = smem, s_k = s_q + C::kQBytes, s_v = s_k + kStages * C::kKvBytes;
+  const std::uint32_t q_full = smem + C::kTiles;
+  // Barrier j of the stage ring: full_k, full_v, empty_k, empty_v (in that order) for each stage.
+  auto ring = [&](int which, int stage) { return q_full + 8 * (1 + which * kStages + stage); };
+  auto full_k = [&](int i) { return ring(0, i % kStages); };
+  auto full_v = [&](int i) { return ring(1, i % kStages); };
+  auto empty_k = [&](int i) { return ring(2, i % kStages); };
+  auto empty_v = [&](int i) { return ring(3, i % kStages); };
+  // Use u of a stage (u = i / kStages) waits for phase u of its full barrier, and refilling it for phase
+  // u - 1 of its empty one.
+  auto parity = [](int i) { return (i / kStages) & 1; };
 
   BlockWork<T> w;
   if (!plan_block<T, D, kBlockM, kBlockN>(a, w)) return;
@@ -107,35 +112,43 @@ __global__ void __launch_bounds__(WsLayout::kThreads, 1)
   if (threadIdx.x == 0) {
     mbarrier_init(q_full, 1);
     for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(full(s), 1);
-      mbarrier_init(empty(s), 128 * WsLayout::kConsumers);  // every consumer thread arrives
+      mbarrier_init(ring(0, s), 1);
+      mbarrier_init(ring(1, s), 1);
+      mbarrier_init(ring(2, s), 128 * kConsumers);  // every consumer thread arrives (see release)
+      mbarrier_init(ring(3, s), 128 * kConsumers);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
 
   const int warpgroup = threadIdx.x / 128;
-  if (warpgroup == 0) {  // the producer
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
-    if (threadIdx.x != 0) return;
-    mbarrier_expect_bytes(q_full, S::kQBytes);
+  if (warpgroup == kConsumers) {  // the producer: the last warpgroup
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(C::kProducerRegisters));
+    if (threadIdx.x != kConsumers * 128) return;
+    constexpr int kTileBytes = C::kKvBytes;
+    auto load = [&](std::uint32_t tile, const CUtensorMap* map, int i, std::uint32_t bar) {
+      mbarrier_expect_bytes(bar, kTileBytes);
+      for (int c = 0; c < D / 64; ++c)
+        tma_load(tile + c * kBlockN * 128, map, 64 * c, kv_h, (w.n_first + i) * kBlockN, b, bar);
+    };
+    mbarrier_expect_bytes(q_full, C::kQBytes);
     for (int c = 0; c < D / 64; ++c) tma_load(s_q + c * kBlockM * 128, &q_map, 64 * c, h, w.m0, b, q_full);
+    // K runs a tile ahead of V: the consumers need K of tile i + 1 before V of tile i.
+    load(s_k, &k_map, 0, full_k(0));
     for (int i = 0; i < tiles; ++i) {
-      const int stage = i % kStages;
-      if (i >= kStages) mbarrier_wait(empty(stage), ((i / kStages) & 1) ^ 1);
-      mbarrier_expect_bytes(full(stage), 2 * S::kKvBytes);
-      const int row = (w.n_first + i) * kBlockN;
-      for (int c = 0; c < D / 64; ++c) {
-        tma_load(s_k + stage * S::kKvBytes + c * kBlockN * 128, &k_map, 64 * c, kv_h, row, b, full(stage));
-        tma_load(s_v + stage * S::kKvBytes + c * kBlockN * 128, &v_map, 64 * c, kv_h, row, b, full(stage));
+      if (i + 1 < tiles) {
+        if (i + 1 >= kStages) mbarrier_wait(empty_k(i + 1), parity(i + 1) ^ 1);
+        load(s_k + ((i + 1) % kStages) * kTileBytes, &k_map, i + 1, full_k(i + 1));
       }
+      if (i >= kStages) mbarrier_wait(empty_v(i), parity(i) ^ 1);
+      load(s_v + (i % kStages) * kTileBytes, &v_map, i, full_v(i));
     }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(C::kConsumerRegisters));
 
   // A consumer: warpgroup c owns rows 64c..64c+63 of the block, as in flash_forward_wgmma_kernel.
-  const int consumer = warpgroup - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int consumer = warpgroup, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int group_first = w.m0 + 64 * consumer;
   const KeyRange group_keys = key_range(a, w.seqlen_k, w.diag, group_first, min(group_first + 63, a.seqlen_q - 1));
@@ -144,7 +157,7 @@ __global__ void __launch_bounds__(WsLayout::kThreads, 1)
   row_key_bounds(a, w, row, row_lo, row_hi);
 
   auto issue_scores = [&](float (&s)[kBlockN / 8][4], int i) {
-    const std::uint32_t tile_k = s_k + (i % kStages) * S::kKvBytes;
+    const std::uint32_t tile_k = s_k + (i % kStages) * C::kKvBytes;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const std::uint32_t q_at = s_q + (kk / 4) * kBlockM * 128 + consumer * 64 * 128 + (kk % 4) * 32;
@@ -154,98 +167,92 @@ __global__ void __launch_bounds__(WsLayout::kThreads, 1)
     wgmma_commit();
   };
   auto issue_values = [&](float (&acc_o)[D / 8][4], const std::uint32_t (&p)[kBlockN / 16][4], int i) {
-    const std::uint32_t tile_v = s_v + (i % kStages) * S::kKvBytes;
+    const std::uint32_t tile_v = s_v + (i % kStages) * C::kKvBytes;
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk)
       Wgmma<T>::pv(acc_o, p[kk], descriptor(tile_v + kk * 16 * 128, kBlockN * 128, 1024));
     wgmma_commit();
   };
-  auto softmax = [&](float (&s)[kBlockN / 8][4], int i, std::uint32_t (&p)[kBlockN / 16][4], float (&rescale)[2],
-                     float (&row_max)[2], float (&row_sum)[2]) {
+  // Scores of tile i into probabilities (in place), the running max and sum updated; `rescale` is O's factor
+  // before tile i's P V is added.
+  auto softmax = [&](float (&s)[kBlockN / 8][4], int i, float (&rescale)[2], float (&row_max)[2],
+                     float (&row_sum)[2]) {
     const int key0 = (w.n_first + i) * kBlockN;
     scale_and_mask(s, a, key0 < group_keys.all_lo || key0 + kBlockN - 1 > group_keys.all_hi, row_lo, row_hi,
                    key0 + 2 * t);
     softmax_step(s, row_max, row_sum, rescale);
+  };
+  auto pack = [&](const float (&s)[kBlockN / 8][4], std::uint32_t (&p)[kBlockN / 16][4]) {
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) pack_p<T>(s, kk, p[kk]);
   };
-  // Hands stage i % kStages back to the producer once this thread's wait has seen the MMAs that read it
-  // complete. Every consumer thread arrives: an arrive by one lane (a branch, or a predicate in the asm) makes
-  // ptxas serialize the wgmma instructions (its warning C7513).
-  auto release = [&](int i) {
-    mbarrier_arrive(empty(i % kStages));
-  };
+  // Hands a stage back once this thread's wait has seen the MMAs that read it complete. Every consumer thread
+  // arrives: an arrive by one lane (a branch, or a predicate in the asm) makes ptxas serialize the wgmma
+  // instructions (its warning C7513).
+  auto release = [&](std::uint32_t bar) { mbarrier_arrive(bar); };
 
-  // Turns: consumer c waits on barrier 1 + c before issuing and then lets the other go. Each issues tiles + 1
-  // times; consumer 1 opens consumer 0's first turn and skips its last hand-over, so every barrier's
-  // arrivals balance.
+  // Turns: consumer c waits on named barrier 1 + c before issuing and then opens the next consumer's turn.
+  // Each issues tiles + 1 times; the last consumer opens consumer 0's first turn and skips its own last
+  // hand-over, so every barrier's arrivals balance.
   int turns_left = tiles + 1;
   auto begin_turn = [&] {
-    if constexpr (PingPong) {
-      if (consumer == 0)
-        named_barrier_sync<1>();
-      else
-        named_barrier_sync<2>();
-    }
+    if constexpr (PingPong) named_barrier_sync(1 + consumer);
   };
   auto end_turn = [&] {
     --turns_left;
-    if constexpr (PingPong) {
-      if (consumer == 0)
-        named_barrier_arrive<2>();
-      else if (turns_left > 0)
-        named_barrier_arrive<1>();
-    }
+    if constexpr (PingPong)
+      if (consumer != kConsumers - 1 || turns_left > 0) named_barrier_arrive(1 + (consumer + 1) % kConsumers);
   };
   if constexpr (PingPong)
-    if (consumer == 1) named_barrier_arrive<1>();
+    if (consumer == kConsumers - 1) named_barrier_arrive(1);
 
   float acc_o[D / 8][4];
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc_o[j][e] = 0.0f;
+  zero_tiles(acc_o);
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}, rescale[2];
-  std::uint32_t p[kBlockN / 16][4];
+  float s[kBlockN / 8][4];
+  std::uint32_t p[kBlockN / 16][4];  // P of the tile before the current one, waiting for its P V
 
+  // Tile i's Q K^T and tile i - 1's P V are issued in one turn; tile i's softmax runs while P V is on the
+  // tensor cores, and P is packed once P V has read the previous one. O is rescaled for tile i - 1 just
+  // before its P V (after tile i's Q K^T is issued, so the rescale runs under it).
   mbarrier_wait(q_full, 0);
-  {
-    mbarrier_wait(full(0), 0);
-    float s[kBlockN / 8][4];
-    fence_accumulators(s);
-    wgmma_fence();
-    begin_turn();
-    issue_scores(s, 0);
-    end_turn();
-    wgmma_wait<0>();
-    fence_accumulators(s);
-    softmax(s, 0, p, rescale, row_max, row_sum);
-  }
+  mbarrier_wait(full_k(0), 0);
+  fence_accumulators(s);
+  wgmma_fence();
+  begin_turn();
+  issue_scores(s, 0);
+  end_turn();
+  wgmma_wait<0>();
+  fence_accumulators(s);
+  release(empty_k(0));
+  softmax(s, 0, rescale, row_max, row_sum);  // O is 0: no rescale
+  pack(s, p);
   for (int i = 1; i < tiles; ++i) {
-    mbarrier_wait(full(i % kStages), (i / kStages) & 1);
-    float s[kBlockN / 8][4];
+    mbarrier_wait(full_k(i), parity(i));
     fence_accumulators(s);
-    fence_accumulators(acc_o);
     fence_fragments(p);
     wgmma_fence();
     begin_turn();
     issue_scores(s, i);
+    fence_accumulators(acc_o);
+    rescale_o(acc_o, rescale);
+    mbarrier_wait(full_v(i - 1), parity(i - 1));
+    fence_accumulators(acc_o);
+    wgmma_fence();
     issue_values(acc_o, p, i - 1);
     end_turn();
-    wgmma_wait<1>();
+    wgmma_wait<1>();  // the scores; P V may still run
     fence_accumulators(s);
-    std::uint32_t p_next[kBlockN / 16][4];
-    softmax(s, i, p_next, rescale, row_max, row_sum);
+    release(empty_k(i));
+    softmax(s, i, rescale, row_max, row_sum);
     wgmma_wait<0>();
     fence_accumulators(acc_o);
     fence_fragments(p);
-    release(i - 1);
-    rescale_o(acc_o, rescale);
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) p[kk][e] = p_next[kk][e];
+    release(empty_v(i - 1));
+    pack(s, p);
   }
+  rescale_o(acc_o, rescale);
+  mbarrier_wait(full_v(tiles - 1), parity(tiles - 1));
   fence_accumulators(acc_o);
   fence_fragments(p);
   wgmma_fence();
