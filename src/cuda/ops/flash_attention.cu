@@ -1,5 +1,5 @@
 // Flash attention forward on tensor cores (mma.sync m16n8k16, fp32 accumulation, sm_80+), its launch, and the
-// launch of the wgmma kernel (flash_forward_sm90.cuh) that compute capability 9.0 runs instead.
+// launch of the Hopper kernel (flash_forward_sm90.cuh: wgmma, TMA) that compute capability 9.0 runs instead.
 //
 // One thread block of 4 warps per (128 query rows, query head, sequence); warp w owns query rows
 // 32w..32w+31 of the block (two m16 fragments, so each K and V fragment read from shared memory feeds
@@ -23,7 +23,6 @@
 #include "cuda/common/scratch.h"
 #include "cuda/ops/flash_attention.h"
 #include "cuda/ops/flash_forward_sm90.cuh"
-#include "cuda/ops/flash_forward_sm90_ws.cuh"
 #include "cuda/ops/flash_kernel_common.cuh"
 #include "cuda/ops/flash_launch_common.cuh"
 #include "cuda/ops/flash_mma.cuh"
@@ -259,79 +258,37 @@ __global__ void __launch_bounds__(kCombineWarps * 32)
 }
 
 // The forward kernel a device runs and how many of its blocks the device holds at once. Compute capability 9.0
-// runs the wgmma kernel (flash_forward_sm90.cuh), unless the environment sets IGNIS_FLASH_KERNEL=mma_sync (the
+// runs the Hopper kernel (flash_forward_sm90.cuh), unless the environment sets IGNIS_FLASH_KERNEL=mma_sync (the
 // tests use it to cover the mma.sync kernel on Hopper); other GPUs run the mma.sync one.
 struct ForwardKernel {
-  void (*kernel)(Args);
-  int threads, smem_bytes, block_m, resident;  // block_m: query rows a block
+  bool sm90;                // the Hopper kernel, launched with tensor maps; otherwise `kernel`
+  void (*kernel)(Args);     // the mma.sync kernel
+  int threads, smem_bytes, block_m, block_n, resident;  // block_m: query rows a block; block_n: keys a tile
 };
 
 // Sets the chosen kernel's shared memory limit once a device (so launches need not).
 template <class T, int D>
 ForwardKernel forward_kernel() {
-  static std::array<std::atomic<int>, kCachedDevices> cache{};  // 2 * resident + (1 for wgmma): never 0
-  auto choose = [](bool wgmma) {
-    using Sm90 = flash::sm90::Layout<D>;
-    return wgmma ? ForwardKernel{flash::sm90::flash_forward_wgmma_kernel<T, D>, Sm90::kThreads, Sm90::kSmemBytes,
-                                 Sm90::kBlockM, 0}
-                 : ForwardKernel{flash_forward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, kBlockM, 0};
+  static std::array<std::atomic<int>, kCachedDevices> cache{};  // 2 * resident + (1 for sm90): never 0
+  auto choose = [](bool sm90) {
+    using Sm90 = flash::sm90::ForwardShapeFor<D>;
+    return sm90 ? ForwardKernel{true, nullptr, Sm90::kThreads, Sm90::kSmemBytes, Sm90::kBlockM, Sm90::kBlockN, 0}
+                : ForwardKernel{false, flash_forward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, kBlockM, kBlockN,
+                                0};
   };
   const int cached = once_per_device(cache, [&] {
-    const bool wgmma = flash::wgmma_kernels_chosen();
-    const ForwardKernel k = choose(wgmma);
-    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
+    const bool sm90 = flash::wgmma_kernels_chosen();
+    const ForwardKernel k = choose(sm90);
+    const void* kernel = sm90 ? reinterpret_cast<const void*>(flash::sm90::flash_forward_sm90_kernel<T, D>)
+                              : reinterpret_cast<const void*>(k.kernel);
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
     int per_sm = 0;
-    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.kernel, k.threads, k.smem_bytes));
-    return 2 * std::max(per_sm, 1) * sm_count() + (wgmma ? 1 : 0);
+    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k.threads, k.smem_bytes));
+    return 2 * std::max(per_sm, 1) * sm_count() + (sm90 ? 1 : 0);
   });
   ForwardKernel k = choose(cached % 2 == 1);
   k.resident = cached / 2;
   return k;
-}
-
-// EXPERIMENT: the producer-warp wgmma kernels of flash_forward_sm90_ws.cuh, when IGNIS_FLASH_KERNEL names one
-// on compute capability 9.0: wgmma_ws64 (2 consumers, 64-key tiles), wgmma_ws128 (2 consumers, 128-key
-// tiles), wgmma_ws128_nopp (the same without ping-pong), wgmma_ws192 (3 consumers; 128-key tiles at D 64).
-enum class WsVariant { none, ws64, ws128, ws128_nopp, ws192 };
-
-inline WsVariant ws_variant() {
-  static const WsVariant variant = [] {
-    const char* forced = std::getenv("IGNIS_FLASH_KERNEL");
-    const std::string_view name = forced ? forced : "";
-    if (device_attribute(cudaDevAttrComputeCapabilityMajor) != 9) return WsVariant::none;
-    if (name == "wgmma_ws64") return WsVariant::ws64;
-    if (name == "wgmma_ws128") return WsVariant::ws128;
-    if (name == "wgmma_ws128_nopp") return WsVariant::ws128_nopp;
-    if (name == "wgmma_ws192") return WsVariant::ws192;
-    return WsVariant::none;
-  }();
-  return variant;
-}
-
-// Calls f.template operator()<Config, PingPong>() for the variant (not none).
-template <int D, class F>
-void with_ws_config(WsVariant variant, F&& f) {
-  using flash::sm90::WsConfig;
-  switch (variant) {
-    case WsVariant::ws64: return f.template operator()<WsConfig<D, 2, 64, 3>, true>();
-    case WsVariant::ws128: return f.template operator()<WsConfig<D, 2, 128, D == 128 ? 2 : 3>, true>();
-    case WsVariant::ws128_nopp: return f.template operator()<WsConfig<D, 2, 128, D == 128 ? 2 : 3>, false>();
-    case WsVariant::ws192: return f.template operator()<WsConfig<D, 3, D == 64 ? 128 : 64, 3>, true>();
-    case WsVariant::none: return;
-  }
-}
-
-template <class T, int D, class C, bool PingPong>
-ForwardKernel ws_forward_kernel() {
-  static std::array<std::atomic<int>, kCachedDevices> cache{};  // resident + 1: never 0
-  const int cached = once_per_device(cache, [] {
-    auto* kernel = flash::sm90::flash_forward_ws_kernel<T, D, C, PingPong>;
-    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes));
-    int per_sm = 0;
-    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, C::kThreads, C::kSmemBytes));
-    return std::max(per_sm, 1) * sm_count() + 1;
-  });
-  return ForwardKernel{nullptr, C::kThreads, C::kSmemBytes, C::kBlockM, cached - 1};
 }
 
 // A 4-D tensor map over t: [batch, rows, heads, D] (dims D, heads, rows, batch innermost first), boxes of 64
@@ -361,7 +318,7 @@ inline CUtensorMap tensor_map(const Tensor& t, int box_rows) {
 // kernel the device runs.
 int auto_splits(const Tensor& q, long long seqlen_k, bool causal, const ForwardKernel& forward) {
   const long long blocks = static_cast<long long>(ceil_div(q.size(1), forward.block_m)) * q.size(2) * q.size(0);
-  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), forward.resident, causal);
+  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), forward.resident, causal);  // rule in 64-key tiles
 }
 
 // q, o: [batch, seqlen_q, heads_q, D]; k, v: [batch, seqlen_k, heads_kv, D]; lse: [batch, heads_q, seqlen_q] or
@@ -384,25 +341,17 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.group = args.heads_q / args.heads_kv;
   flash::set_score_args(args, params, seqlen_q, seqlen_k);
 
-  const WsVariant variant = seqlens_k == nullptr ? ws_variant() : WsVariant::none;  // see the ws kernel's header
-  ForwardKernel forward{};
-  if (variant == WsVariant::none)
-    forward = forward_kernel<T, D>();
-  else
-    with_ws_config<D>(variant, [&]<class C, bool PingPong>() { forward = ws_forward_kernel<T, D, C, PingPong>(); });
+  const ForwardKernel forward = forward_kernel<T, D>();
   const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);
   args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, forward);
   const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
                   static_cast<unsigned>(batch));
   auto run_forward = [&] {
-    if (variant == WsVariant::none)
-      forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
+    if (forward.sm90)
+      flash::sm90::flash_forward_sm90_kernel<T, D><<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
+          args, tensor_map(q, forward.block_m), tensor_map(k, forward.block_n), tensor_map(v, forward.block_n));
     else
-      with_ws_config<D>(variant, [&]<class C, bool PingPong>() {
-        flash::sm90::flash_forward_ws_kernel<T, D, C, PingPong>
-            <<<grid, C::kThreads, C::kSmemBytes, to_cuda(stream)>>>(
-                args, tensor_map(q, C::kBlockM), tensor_map(k, C::kBlockN), tensor_map(v, C::kBlockN));
-      });
+      forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
     IGNIS_CHECK_LAUNCH();
   };
   if (args.splits == 1) return run_forward();

@@ -1,299 +1,253 @@
 #pragma once
-// Flash attention forward on Hopper's warpgroup MMA (wgmma, sm_90a): the kernel flash_attention.cu launches
-// on compute capability 9.0.
+// Flash attention forward on Hopper (sm_90a): the kernel flash_attention.cu launches on compute capability 9.0.
+// FlashAttention-3's structure, written for this project: warp specialization, bulk tensor copies (TMA),
+// mbarrier stage rings and ping-pong between the MMA warpgroups. See docs/PERF_NOTES.md "# Session 35".
 //
-// One block of two warpgroups (three at head_dim 128) per (128 or 192 query rows, query head, sequence);
-// warpgroup w owns rows 64w..64w+63, and within it warp i rows 16i..16i+15, in the C layout of
-// flash_kernel_common.cuh. Per key tile of 64: S = Q K^T is one chain of D/16 wgmma m64n64k16 (A = Q and
-// B = K, both from shared memory), the softmax runs on S's registers as in the mma.sync kernel, and O += P V
-// is one chain of four wgmma m64nDk16 with P from registers (its A fragment is the mma.sync one) and V from
-// shared memory. Tile n's Q K^T and tile n-1's P V are issued together, so tile n's softmax runs while P V
-// is on the tensor cores. Every thread copies tile n+1 with cp.async meanwhile, into the third of three
-// K/V stages (tile n's K and tile n-1's V are being read). See docs/PERF_NOTES.md "# Session 33".
+// A block owns 64 * kConsumers query rows of one (query head, sequence) and walks their key tiles of kBlockN:
+// - The producer warpgroup (the last; one of its threads works) copies Q once, then each key tile's K and V
+//   into rings of kStages stages. A stage completes on its "full" mbarrier (the copy engine counts the bytes)
+//   and is handed back on its "empty" one, which every consumer thread arrives on once the MMAs that read it
+//   have completed. K runs a tile ahead of V, which the consumers need later.
+// - Each consumer warpgroup owns 64 rows, in the C layout of flash_kernel_common.cuh (warp i rows 16i..16i+15).
+//   Per tile: S = Q K^T as one chain of wgmma m64 x kBlockN from shared memory, the online softmax on S's
+//   registers, and O += P V as one chain of wgmma m64nD with P from registers. Tile i's Q K^T and tile i-1's P V
+//   are issued in one turn, so tile i's softmax runs while P V is on the tensor cores; and the consumers take
+//   turns (named barriers, round robin), so that one's softmax runs while another's MMAs hold the tensor cores.
+// - No block-wide barrier after the prologue: the warpgroups drift apart. setmaxnreg moves the producer's
+//   registers to the consumers.
 //
-// Shared tiles use the 128-byte swizzle wgmma reads: a tile of R rows x D columns is D/64 column blocks of
-// R rows x 128 bytes, and the 16-byte chunk c of row r sits at chunk c ^ (r % 8) of its 128-byte line.
-// Q and K are K-major operands (rows of the contraction dim), V the MN-major B of P V (its rows are keys,
-// the contraction dim, and a row's 64 columns are contiguous).
-#include <cstdint>
-#include <utility>
+// The copy engine fills rows past a tensor's end with zeros: queries past seqlen_q and keys past the cache's
+// capacity. Keys between a sequence's device length (seqlens_k) and the capacity hold stale values; P is 0
+// there but 0 x NaN is NaN, so the consumers zero those rows of the last V tile before its P V.
+//
+// Tensor maps: 4-D over [batch, seqlen, heads, D] with dims (D, heads, seqlen, batch) innermost first; a box is
+// 64 columns x 1 head x rows x 1 sequence, 128-byte swizzled, so it lands as one 64-column block of the tiles
+// flash_wgmma.cuh describes.
+#include <cuda.h>
 
-#include "cuda/ops/flash_kernel_common.cuh"
+#include <type_traits>
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define IGNIS_FLASH_WGMMA 1
-#endif
+#include "cuda/ops/flash_wgmma.cuh"
 
 namespace ignis::cuda::flash::sm90 {
 
-inline constexpr int kBlockN = 64;  // keys a tile
-inline constexpr int kStages = 3;   // K/V tiles in shared memory at once
-
-template <int D>
-struct Layout {
-  // A 128-dim block needs 156 registers a thread, so an SM holds one: three warpgroups keep more warps on it
-  // than two. A 64-dim one (116 registers) fits twice with two.
-  static constexpr int kWarpgroups = D == 128 ? 3 : 2;
-  static constexpr int kThreads = kWarpgroups * 128;
-  static constexpr int kBlockM = kWarpgroups * 64;             // query rows a block
-  static constexpr int kQBytes = kBlockM * D * 2;              // D/64 column blocks of kBlockM lines
-  static constexpr int kKvBytes = kBlockN * D * 2;             // D/64 column blocks of kBlockN lines
-  static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKvBytes + 1024;  // Q, K and V stages, room to align
+// A block's shape: Consumers warpgroups of 64 query rows, BlockN keys a tile, Stages K and V tiles in flight,
+// and the producer warpgroup.
+template <int D, int Consumers, int BlockN, int Stages>
+struct ForwardShape {
+  static constexpr int kConsumers = Consumers, kBlockN = BlockN, kStages = Stages;
+  static constexpr int kThreads = (Consumers + 1) * 128;
+  static constexpr int kBlockM = Consumers * 64;
+  static constexpr int kQBytes = kBlockM * D * 2;
+  static constexpr int kKvBytes = BlockN * D * 2;  // one K or V stage
+  static constexpr int kTiles = kQBytes + 2 * Stages * kKvBytes;
+  // Tiles (1024-aligned), then the mbarriers: Q's, then each stage's full K, full V, empty K and empty V.
+  static constexpr int kBarriers = 1 + 4 * Stages;
+  static constexpr int kSmemBytes = kTiles + kBarriers * 8 + 1024;
+  // Registers a thread after setmaxnreg: the producer's few go to the consumers (65536 a block, multiples of 8).
+  static constexpr int kProducerRegisters = 24;
+  static constexpr int kConsumerRegisters = ((65536 - 128 * kProducerRegisters) / (128 * Consumers)) / 8 * 8;
 };
 
-// Byte offset of element (row, col) of a swizzled tile of `rows` rows (col a multiple of 8).
-__device__ __forceinline__ std::uint32_t swizzled(int rows, int row, int col) {
-  const int block = col / 64, chunk = (col % 64) / 8;
-  return static_cast<std::uint32_t>(block * rows * 128 + row * 128 + ((chunk ^ (row & 7)) << 4));
-}
+// The shapes measured best on the H200 (PERF_NOTES "# Session 35"): at D 64 three consumers (S is cheap next to
+// the softmax, so more rows share each K/V tile), at D 128 two (O takes 64 registers a thread) with two stages
+// of 128 keys (160 KB of shared memory).
+template <int D>
+using ForwardShapeFor = std::conditional_t<D == 64, ForwardShape<64, 3, 128, 3>, ForwardShape<128, 2, 128, 2>>;
 
-// Copies rows [row0, row0 + Rows) of one head into a swizzled tile at shared address `tile`; rows at or past
-// `rows` become zeros. base: [rows, D], rows row_stride elements apart.
-template <class T, int D, int Rows, int Threads>
-__device__ __forceinline__ void load_swizzled(std::uint32_t tile, const T* base, long long row_stride, int row0,
-                                              int rows) {
-  constexpr int kChunks = D / 8;
-  for (int c = threadIdx.x; c < Rows * kChunks; c += Threads) {
-    const int r = c / kChunks, col = (c % kChunks) * 8;
-    const bool valid = row0 + r < rows;
-    const T* src = valid ? base + static_cast<long long>(row0 + r) * row_stride + col : base;
-    cp_async_16(tile + swizzled(Rows, r, col), src, valid);
-  }
-}
-
-// A wgmma shared-memory descriptor with the 128-byte swizzle: start address, leading and stride byte offsets
-// (PTX ISA "Matrix Descriptor Format"; each field in 16-byte units).
-__device__ __forceinline__ std::uint64_t descriptor(std::uint32_t address, std::uint32_t leading_bytes,
-                                                    std::uint32_t stride_bytes) {
-  return static_cast<std::uint64_t>((address & 0x3FFFF) >> 4) |
-         static_cast<std::uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16 |
-         static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32 | std::uint64_t{1} << 62;
-}
-
-#if IGNIS_FLASH_WGMMA
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-// Waits until at most `Pending` of this warpgroup's committed MMA groups are still running.
-template <int Pending>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
-}
-
-// Keeps the compiler from moving reads or writes of an accumulator across the asynchronous MMAs.
-template <int Tiles>
-__device__ __forceinline__ void fence_accumulators(float (&acc)[Tiles][4]) {
-#pragma unroll
-  for (int j = 0; j < Tiles; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(acc[j][e])::"memory");
-}
-
-// The same for the P fragments an MMA reads from registers: they must stay untouched until it completes.
-template <int Steps>
-__device__ __forceinline__ void fence_fragments(std::uint32_t (&p)[Steps][4]) {
-#pragma unroll
-  for (int kk = 0; kk < Steps; ++kk)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(p[kk][e])::"memory");
-}
-
-// The wgmma instructions: S (m64n64, fp32) += Q K^T with both operands in shared memory, and O (m64nD) +=
-// P V with P in registers and V transposed (MN-major). `accumulate` 0 overwrites S.
-template <class T>
-struct Wgmma;
-
-#define IGNIS_WGMMA_S(TYPE)                                                                                     \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                  \
-  "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "                                               \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
-  "%23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-#define IGNIS_WGMMA_ACC32(acc, j0)                                                                              \
-  "+f"(acc[j0 + 0][0]), "+f"(acc[j0 + 0][1]), "+f"(acc[j0 + 0][2]), "+f"(acc[j0 + 0][3]),                       \
-      "+f"(acc[j0 + 1][0]), "+f"(acc[j0 + 1][1]), "+f"(acc[j0 + 1][2]), "+f"(acc[j0 + 1][3]),                   \
-      "+f"(acc[j0 + 2][0]), "+f"(acc[j0 + 2][1]), "+f"(acc[j0 + 2][2]), "+f"(acc[j0 + 2][3]),                   \
-      "+f"(acc[j0 + 3][0]), "+f"(acc[j0 + 3][1]), "+f"(acc[j0 + 3][2]), "+f"(acc[j0 + 3][3]),                   \
-      "+f"(acc[j0 + 4][0]), "+f"(acc[j0 + 4][1]), "+f"(acc[j0 + 4][2]), "+f"(acc[j0 + 4][3]),                   \
-      "+f"(acc[j0 + 5][0]), "+f"(acc[j0 + 5][1]), "+f"(acc[j0 + 5][2]), "+f"(acc[j0 + 5][3]),                   \
-      "+f"(acc[j0 + 6][0]), "+f"(acc[j0 + 6][1]), "+f"(acc[j0 + 6][2]), "+f"(acc[j0 + 6][3]),                   \
-      "+f"(acc[j0 + 7][0]), "+f"(acc[j0 + 7][1]), "+f"(acc[j0 + 7][2]), "+f"(acc[j0 + 7][3])
-#define IGNIS_WGMMA_S128(TYPE)                                                                                  \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                                  \
-  "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " "                                              \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
-  "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "   \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "       \
-  "%64, %65, p, 1, 1, 0, 0;\n}\n"
-#define IGNIS_WGMMA_PV64(TYPE)                                                                                  \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                                  \
-  "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "                                               \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
-  "%23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-#define IGNIS_WGMMA_PV128(TYPE)                                                                                 \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                                  \
-  "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " "                                              \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
-  "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "   \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "       \
-  "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-
-#define IGNIS_DEFINE_WGMMA(T, TYPE)                                                                             \
-  template <>                                                                                                   \
-  struct Wgmma<T> {                                                                                             \
-    static __device__ __forceinline__ void s(float (&acc)[8][4], std::uint64_t a, std::uint64_t b,              \
-                                             int accumulate) {                                                  \
-      asm volatile(IGNIS_WGMMA_S(TYPE) : IGNIS_WGMMA_ACC32(acc, 0) : "l"(a), "l"(b), "r"(accumulate));          \
-    }                                                                                                           \
-    static __device__ __forceinline__ void s(float (&acc)[16][4], std::uint64_t a, std::uint64_t b,             \
-                                             int accumulate) {                                                  \
-      asm volatile(IGNIS_WGMMA_S128(TYPE)                                                                       \
-                   : IGNIS_WGMMA_ACC32(acc, 0), IGNIS_WGMMA_ACC32(acc, 8)                                       \
-                   : "l"(a), "l"(b), "r"(accumulate));                                                          \
-    }                                                                                                           \
-    static __device__ __forceinline__ void pv(float (&acc)[8][4], const std::uint32_t (&p)[4],                  \
-                                              std::uint64_t b) {                                                \
-      asm volatile(IGNIS_WGMMA_PV64(TYPE)                                                                       \
-                   : IGNIS_WGMMA_ACC32(acc, 0)                                                                  \
-                   : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b), "r"(1));                               \
-    }                                                                                                           \
-    static __device__ __forceinline__ void pv(float (&acc)[16][4], const std::uint32_t (&p)[4],                 \
-                                              std::uint64_t b) {                                                \
-      asm volatile(IGNIS_WGMMA_PV128(TYPE)                                                                      \
-                   : IGNIS_WGMMA_ACC32(acc, 0), IGNIS_WGMMA_ACC32(acc, 8)                                       \
-                   : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(b), "r"(1));                               \
-    }                                                                                                           \
-  };
-IGNIS_DEFINE_WGMMA(__nv_bfloat16, "bf16")
-IGNIS_DEFINE_WGMMA(__half, "f16")
-#undef IGNIS_DEFINE_WGMMA
-#undef IGNIS_WGMMA_S
-#undef IGNIS_WGMMA_S128
-#undef IGNIS_WGMMA_ACC32
-#undef IGNIS_WGMMA_PV64
-#undef IGNIS_WGMMA_PV128
-#endif
-
-// grid: (query tiles * splits, heads_q, batch); see plan_block. Compiled for sm_90a only (elsewhere the body
-// traps; the launcher picks it on compute capability 9.0, which the default build targets with sm_90a code).
+// grid: (query tiles * splits, heads_q, batch); see plan_block. q_map: box 64 x 1 x kBlockM x 1 over q;
+// k_map, v_map: box 64 x 1 x kBlockN x 1 over k and v. Compiled for sm_90a only (elsewhere it traps).
 template <class T, int D>
-__global__ void __launch_bounds__(Layout<D>::kThreads) flash_forward_wgmma_kernel(const Args a) {
+__global__ void __launch_bounds__(ForwardShapeFor<D>::kThreads, 1)
+    flash_forward_sm90_kernel(const Args a, const __grid_constant__ CUtensorMap q_map,
+                              const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map) {
 #if IGNIS_FLASH_WGMMA
-  using L = Layout<D>;
-  constexpr int kBlockM = L::kBlockM, kThreads = L::kThreads;
+  using C = ForwardShapeFor<D>;
+  constexpr int kStages = C::kStages, kBlockM = C::kBlockM, kBlockN = C::kBlockN, kConsumers = C::kConsumers;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  // The swizzle is applied to address bits 4-9, so tiles start on 1024-byte boundaries.
   const std::uint32_t smem = (smem_address(smem_raw) + 1023u) & ~1023u;
-  // Q, then K's stages, then V's (stage i at + i * kKvBytes).
-  const std::uint32_t s_q = smem, s_k = s_q + L::kQBytes, s_v = s_k + kStages * L::kKvBytes;
+  const std::uint32_t s_q = smem, s_k = s_q + C::kQBytes, s_v = s_k + kStages * C::kKvBytes;
+  const std::uint32_t q_full = smem + C::kTiles;
+  auto ring = [&](int which, int stage) { return q_full + 8 * (1 + which * kStages + stage); };
+  auto full_k = [&](int i) { return ring(0, i % kStages); };  // of key tile i (counted from the block's first)
+  auto full_v = [&](int i) { return ring(1, i % kStages); };
+  auto empty_k = [&](int i) { return ring(2, i % kStages); };
+  auto empty_v = [&](int i) { return ring(3, i % kStages); };
+  // Tile i is use i / kStages of its stage: it waits for that phase of the full barrier, and its copy for the
+  // previous phase of the empty one.
+  auto parity = [](int i) { return (i / kStages) & 1; };
 
   BlockWork<T> w;
   if (!plan_block<T, D, kBlockM, kBlockN>(a, w)) return;
+  const int b = blockIdx.z, h = blockIdx.y, kv_h = h / a.group;
+  const int tiles = w.n_last - w.n_first + 1;
 
-  const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) {
+    mbarrier_init(q_full, 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(ring(0, s), 1);
+      mbarrier_init(ring(1, s), 1);
+      mbarrier_init(ring(2, s), 128 * kConsumers);  // every consumer thread arrives (see release)
+      mbarrier_init(ring(3, s), 128 * kConsumers);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == kConsumers) {  // the producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(C::kProducerRegisters));
+    if (threadIdx.x != kConsumers * 128) return;
+    auto load = [&](std::uint32_t tile, const CUtensorMap* map, int i, std::uint32_t bar) {
+      mbarrier_expect_bytes(bar, C::kKvBytes);
+      for (int c = 0; c < D / 64; ++c)
+        tma_load(tile + c * kBlockN * 128, map, 64 * c, kv_h, (w.n_first + i) * kBlockN, b, bar);
+    };
+    mbarrier_expect_bytes(q_full, C::kQBytes);
+    for (int c = 0; c < D / 64; ++c) tma_load(s_q + c * kBlockM * 128, &q_map, 64 * c, h, w.m0, b, q_full);
+    load(s_k, &k_map, 0, full_k(0));
+    for (int i = 0; i < tiles; ++i) {
+      if (i + 1 < tiles) {
+        if (i + 1 >= kStages) mbarrier_wait(empty_k(i + 1), parity(i + 1) ^ 1);
+        load(s_k + ((i + 1) % kStages) * C::kKvBytes, &k_map, i + 1, full_k(i + 1));
+      }
+      if (i >= kStages) mbarrier_wait(empty_v(i), parity(i) ^ 1);
+      load(s_v + (i % kStages) * C::kKvBytes, &v_map, i, full_v(i));
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(C::kConsumerRegisters));
+
+  const int consumer = warpgroup, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const int group_first = w.m0 + 64 * warpgroup;  // the warpgroup's rows: the unit a wgmma runs on
+  const int group_first = w.m0 + 64 * consumer;
   const KeyRange group_keys = key_range(a, w.seqlen_k, w.diag, group_first, min(group_first + 63, a.seqlen_q - 1));
   const int row = group_first + 16 * warp + g;  // this thread's rows: row and row + 8
   int row_lo[2], row_hi[2];
   row_key_bounds(a, w, row, row_lo, row_hi);
 
-  auto load_keys = [&](int n) {  // key tile n into stage (n - n_first) % kStages, as one cp.async group
-    const int stage = (n - w.n_first) % kStages;
-    if (n <= w.n_last) {
-      load_swizzled<T, D, kBlockN, kThreads>(s_k + stage * L::kKvBytes, w.k, w.kv_stride, n * kBlockN, w.seqlen_k);
-      load_swizzled<T, D, kBlockN, kThreads>(s_v + stage * L::kKvBytes, w.v, w.kv_stride, n * kBlockN, w.seqlen_k);
-    }
-    cp_async_commit();
-  };
-  // Waits for the one copy group in flight (this thread's), then makes every thread's copies visible to the
-  // tensor cores: cp.async writes through the generic proxy and wgmma reads through the async one.
-  auto await_keys = [] {
-    cp_async_wait<0>();
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-  };
-  // S = Q K^T over D/16 k-steps: k-step kk is 32 bytes into column block kk / 4 of both tiles. Rows 8 apart
-  // are 1024 bytes apart (the stride offset); the leading offset is unused by K-major swizzled tiles.
-  auto issue_scores = [&](float (&s)[kBlockN / 8][4], int n) {
-    const std::uint32_t tile_k = s_k + ((n - w.n_first) % kStages) * L::kKvBytes;
+  // S = Q K^T over D/16 k-steps: k-step kk is 32 bytes into column block kk / 4 of both tiles. Rows 8 apart are
+  // 1024 bytes apart (the stride offset); the leading offset is unused by K-major swizzled tiles.
+  auto issue_scores = [&](float (&s)[kBlockN / 8][4], int i) {
+    const std::uint32_t tile_k = s_k + (i % kStages) * C::kKvBytes;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const std::uint32_t q_at = s_q + (kk / 4) * kBlockM * 128 + warpgroup * 64 * 128 + (kk % 4) * 32;
+      const std::uint32_t q_at = s_q + (kk / 4) * kBlockM * 128 + consumer * 64 * 128 + (kk % 4) * 32;
       const std::uint32_t k_at = tile_k + (kk / 4) * kBlockN * 128 + (kk % 4) * 32;
       Wgmma<T>::s(s, descriptor(q_at, 16, 1024), descriptor(k_at, 16, 1024), kk > 0);
     }
     wgmma_commit();
   };
-  // O += P V over 4 k-steps of 16 keys: k-step kk starts at key 16kk (2048 bytes in); keys 8 apart are 1024
-  // bytes apart (the stride offset), and V's 64-column blocks kBlockN lines apart (the leading one).
-  auto issue_values = [&](float (&acc_o)[D / 8][4], const std::uint32_t (&p)[kBlockN / 16][4], int n) {
-    const std::uint32_t tile_v = s_v + ((n - w.n_first) % kStages) * L::kKvBytes;
+  // O += P V over kBlockN/16 k-steps of 16 keys: k-step kk starts at key 16kk (2048 bytes in); keys 8 apart are
+  // 1024 bytes apart (the stride offset), and V's 64-column blocks kBlockN lines apart (the leading one).
+  auto issue_values = [&](float (&acc_o)[D / 8][4], const std::uint32_t (&p)[kBlockN / 16][4], int i) {
+    const std::uint32_t tile_v = s_v + (i % kStages) * C::kKvBytes;
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk)
       Wgmma<T>::pv(acc_o, p[kk], descriptor(tile_v + kk * 16 * 128, kBlockN * 128, 1024));
     wgmma_commit();
   };
-  // Scores of tile n into P (packed), the running max and sum updated; `rescale` is O's factor.
-  auto softmax = [&](float (&s)[kBlockN / 8][4], int n, std::uint32_t (&p)[kBlockN / 16][4], float (&rescale)[2],
-                     float (&row_max)[2], float (&row_sum)[2]) {
-    const int key0 = n * kBlockN;
+  // Scores of tile i into probabilities in place, the running max and sum updated; `rescale` is O's factor
+  // before tile i's P V is added.
+  auto softmax = [&](float (&s)[kBlockN / 8][4], int i, float (&rescale)[2], float (&row_max)[2],
+                     float (&row_sum)[2]) {
+    const int key0 = (w.n_first + i) * kBlockN;
     scale_and_mask(s, a, key0 < group_keys.all_lo || key0 + kBlockN - 1 > group_keys.all_hi, row_lo, row_hi,
                    key0 + 2 * t);
     softmax_step(s, row_max, row_sum, rescale);
+  };
+  auto pack = [&](const float (&s)[kBlockN / 8][4], std::uint32_t (&p)[kBlockN / 16][4]) {
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) pack_p<T>(s, kk, p[kk]);
   };
+  // Hands a stage back once this thread's wait has seen the MMAs that read it complete. Every consumer thread
+  // arrives: an arrive by one lane (a branch, or a predicate in the asm) makes ptxas serialize the wgmma
+  // instructions (its warning C7513).
+  auto release = [](std::uint32_t bar) { mbarrier_arrive(bar); };
 
-  load_swizzled<T, D, kBlockM, kThreads>(s_q, w.q, w.q_stride, w.m0, a.seqlen_q);
-  load_keys(w.n_first);
+  // Turns: consumer c waits on named barrier 1 + c before issuing and then opens the next consumer's turn.
+  // Each issues tiles + 1 times; the last consumer opens consumer 0's first turn and skips its own last
+  // hand-over, so every barrier's arrivals balance.
+  int turns_left = tiles + 1;
+  auto begin_turn = [&] { named_barrier_sync(1 + consumer, 256); };
+  auto end_turn = [&] {
+    --turns_left;
+    if (consumer != kConsumers - 1 || turns_left > 0) named_barrier_arrive(1 + (consumer + 1) % kConsumers, 256);
+  };
+  if (consumer == kConsumers - 1) named_barrier_arrive(1, 256);
+
+  // Keys between the sequence's length and the cache's capacity in the last tile: their V rows are zeroed (by
+  // all consumers, then a barrier among them) before the tile's P V.
+  auto zero_stale_values = [&] {
+    const int key0 = w.n_last * kBlockN, first = w.seqlen_k - key0, last = min(kBlockN, a.seqlen_k - key0);
+    if (first >= last) return;  // block-uniform
+    const std::uint32_t tile_v = s_v + ((tiles - 1) % kStages) * C::kKvBytes;
+    constexpr int kChunks = D / 64 * 8;  // 16-byte chunks of a key's row over its column blocks
+    for (int c = threadIdx.x; c < (last - first) * kChunks; c += 128 * kConsumers) {
+      const int key = first + c / kChunks, block = (c % kChunks) / 8;
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(
+                       tile_v + block * kBlockN * 128 + key * 128 + (c % 8) * 16),
+                   "r"(0)
+                   : "memory");
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes, read by the MMA
+    named_barrier_sync(kConsumers + 1, 128 * kConsumers);
+  };
 
   float acc_o[D / 8][4];
   zero_tiles(acc_o);
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}, rescale[2];
+  float s[kBlockN / 8][4];
   std::uint32_t p[kBlockN / 16][4];  // P of the tile before the current one, waiting for its P V
 
-  // Every key tile of the block is computed by both warpgroups (a tile one warpgroup's rows cannot see is
-  // masked whole): the MMAs are warpgroup-collective and the stages block-wide. Tile n's Q K^T and tile
-  // n - 1's P V are issued together, and tile n's softmax runs while P V is still on the tensor cores; O's
-  // rescale for tile n waits for that P V. Three stages: while tile n + 1 is copied, tile n's K and tile
-  // n - 1's V are read.
-  {
-    await_keys();
-    load_keys(w.n_first + 1);
-    float s[kBlockN / 8][4];
+  // Tile i's Q K^T and tile i - 1's P V are issued in one turn; tile i's softmax runs while P V is on the
+  // tensor cores, and tile i's P is packed once P V has read tile i - 1's. O is rescaled for tile i - 1 just
+  // before its P V, while tile i's Q K^T runs.
+  mbarrier_wait(q_full, 0);
+  mbarrier_wait(full_k(0), 0);
+  fence_accumulators(s);
+  wgmma_fence();
+  begin_turn();
+  issue_scores(s, 0);
+  end_turn();
+  wgmma_wait<0>();
+  fence_accumulators(s);
+  release(empty_k(0));
+  softmax(s, 0, rescale, row_max, row_sum);  // O is 0: no rescale
+  pack(s, p);
+  for (int i = 1; i < tiles; ++i) {
+    mbarrier_wait(full_k(i), parity(i));
     fence_accumulators(s);
-    wgmma_fence();
-    issue_scores(s, w.n_first);
-    wgmma_wait<0>();
-    fence_accumulators(s);
-    softmax(s, w.n_first, p, rescale, row_max, row_sum);  // O is 0: no rescale
-  }
-  for (int n = w.n_first + 1; n <= w.n_last; ++n) {
-    await_keys();  // tile n landed; every warpgroup is past tile n - 2, whose stage the next copy takes
-    load_keys(n + 1);
-    float s[kBlockN / 8][4];
-    fence_accumulators(s);
-    fence_accumulators(acc_o);
     fence_fragments(p);
     wgmma_fence();
-    issue_scores(s, n);
-    issue_values(acc_o, p, n - 1);
+    begin_turn();
+    issue_scores(s, i);
+    fence_accumulators(acc_o);
+    rescale_o(acc_o, rescale);
+    mbarrier_wait(full_v(i - 1), parity(i - 1));
+    fence_accumulators(acc_o);
+    wgmma_fence();
+    issue_values(acc_o, p, i - 1);
+    end_turn();
     wgmma_wait<1>();  // the scores; P V may still run
     fence_accumulators(s);
-    std::uint32_t p_next[kBlockN / 16][4];
-    softmax(s, n, p_next, rescale, row_max, row_sum);
+    release(empty_k(i));
+    softmax(s, i, rescale, row_max, row_sum);
     wgmma_wait<0>();
     fence_accumulators(acc_o);
     fence_fragments(p);
-    rescale_o(acc_o, rescale);
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) p[kk][e] = p_next[kk][e];
+    release(empty_v(i - 1));
+    pack(s, p);
   }
+  rescale_o(acc_o, rescale);
+  mbarrier_wait(full_v(tiles - 1), parity(tiles - 1));
+  if (a.seqlens_k) zero_stale_values();
   fence_accumulators(acc_o);
   fence_fragments(p);
   wgmma_fence();
-  issue_values(acc_o, p, w.n_last);
+  begin_turn();
+  issue_values(acc_o, p, tiles - 1);
+  end_turn();
   wgmma_wait<0>();
   fence_accumulators(acc_o);
   fence_fragments(p);
