@@ -339,6 +339,7 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.heads_q = static_cast<int>(q.size(2));
   args.heads_kv = static_cast<int>(k.size(2));
   args.group = args.heads_q / args.heads_kv;
+  args.batch = static_cast<int>(q.size(0));
   flash::set_score_args(args, params, seqlen_q, seqlen_k);
 
   const ForwardKernel forward = forward_kernel<T, D>();
@@ -347,10 +348,14 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
                   static_cast<unsigned>(batch));
   auto run_forward = [&] {
-    if (forward.sm90)
-      flash::sm90::flash_forward_sm90_kernel<T, D><<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
-          args, tensor_map(q, forward.block_m), tensor_map(k, forward.block_n), tensor_map(v, forward.block_n));
-    else
+    if (forward.sm90) {  // persistent: the resident blocks take the grid's units in turn
+      const long long units = tiles * args.splits * heads * batch;
+      if (units > INT_MAX) throw Error("flash_attention_forward: more than 2^31 query tiles");
+      const auto blocks = static_cast<unsigned>(std::min<long long>(units, forward.resident));
+      flash::sm90::flash_forward_sm90_kernel<T, D><<<blocks, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
+          args, static_cast<int>(units), static_cast<int>(tiles * args.splits), tensor_map(q, forward.block_m),
+          tensor_map(k, forward.block_n), tensor_map(v, forward.block_n));
+    } else
       forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
     IGNIS_CHECK_LAUNCH();
   };
