@@ -57,11 +57,12 @@ struct ForwardShape {
 template <int D>
 using ForwardShapeFor = std::conditional_t<D == 64, ForwardShape<64, 3, 128, 3>, ForwardShape<128, 2, 128, 2>>;
 
-// Unit `unit` of the work list: query tiles from the last (the longest under a causal mask) outermost, so that
-// the blocks, each taking every gridDim.x-th unit, start on the longest and end on the shortest.
+// Unit `unit` of the work list, in the order of the non-persistent grid: query tiles innermost (the longest
+// first, see plan_work), then heads, then sequences. Blocks running at once then mostly share a head's K and V
+// in L2 (units taken head-major instead read 132 heads' K and V at once from memory: -10% at D 128).
 __device__ __forceinline__ WorkCoords unit_coords(const Args& a, int unit, int tiles_x) {
-  const int per_x = a.heads_q * a.batch;
-  return {unit / per_x, unit % a.heads_q, (unit % per_x) / a.heads_q, tiles_x, a.batch};
+  const int head_unit = unit / tiles_x;
+  return {unit % tiles_x, head_unit % a.heads_q, head_unit / a.heads_q, tiles_x, a.batch};
 }
 
 // Persistent: grid (the resident blocks or fewer), each block taking units blockIdx.x, + gridDim.x, ... of the
