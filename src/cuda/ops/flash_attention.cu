@@ -18,6 +18,7 @@
 #include <array>
 #include <atomic>
 #include <climits>
+#include <optional>
 
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scratch.h"
@@ -345,27 +346,37 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   const ForwardKernel forward = forward_kernel<T, D>();
   const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);
   args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, forward);
-  const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
-                  static_cast<unsigned>(batch));
-  auto run_forward = [&] {
-    if (forward.sm90) {  // persistent: the resident blocks take the grid's units in turn
-      const long long units = tiles * args.splits * heads * batch;
-      if (units > INT_MAX) throw Error("flash_attention_forward: more than 2^31 query tiles");
-      const auto blocks = static_cast<unsigned>(std::min<long long>(units, forward.resident));
-      flash::sm90::flash_forward_sm90_kernel<T, D><<<blocks, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
-          args, static_cast<int>(units), static_cast<int>(tiles * args.splits), tensor_map(q, forward.block_m),
-          tensor_map(k, forward.block_n), tensor_map(v, forward.block_n));
-    } else
-      forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
-    IGNIS_CHECK_LAUNCH();
-  };
-  if (args.splits == 1) return run_forward();
+  const long long units = tiles * args.splits * heads * batch;  // blocks of the grid, or the persistent kernel's units
+  if (forward.sm90 && units > INT_MAX) throw Error("flash_attention_forward: more than 2^31 query tiles");
+  // The persistent kernel takes its units from a counter when they outnumber its blocks (zeroed here).
+  const bool counted = forward.sm90 && units > forward.resident;
   const long long rows = batch * seqlen_q * heads;
-  const std::size_t o_bytes = align_up(static_cast<std::size_t>(args.splits * rows * D) * sizeof(float));
-  const Scratch scratch(o_bytes + static_cast<std::size_t>(args.splits * rows) * sizeof(float), stream);
-  args.o_part = scratch.at<float>(0);
-  args.lse_part = scratch.at<float>(o_bytes);
-  run_forward();
+  const bool split = args.splits > 1;
+  const std::size_t counter_bytes = counted ? 16 : 0;
+  const std::size_t o_bytes = split ? align_up(static_cast<std::size_t>(args.splits * rows * D) * sizeof(float)) : 0;
+  const std::size_t lse_bytes = split ? static_cast<std::size_t>(args.splits * rows) * sizeof(float) : 0;
+  std::optional<Scratch> scratch;
+  if (counted || split) scratch.emplace(counter_bytes + o_bytes + lse_bytes, stream);
+  if (counted) {
+    args.unit_counter = scratch->at<int>(0);
+    IGNIS_CUDA_CHECK(cudaMemsetAsync(args.unit_counter, 0, sizeof(int), to_cuda(stream)));
+  }
+  if (split) {
+    args.o_part = scratch->at<float>(counter_bytes);
+    args.lse_part = scratch->at<float>(counter_bytes + o_bytes);
+  }
+  if (forward.sm90) {
+    const auto blocks = static_cast<unsigned>(std::min<long long>(units, forward.resident));
+    flash::sm90::flash_forward_sm90_kernel<T, D><<<blocks, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
+        args, static_cast<int>(units), static_cast<int>(tiles * args.splits), tensor_map(q, forward.block_m),
+        tensor_map(k, forward.block_n), tensor_map(v, forward.block_n));
+  } else {
+    const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
+                    static_cast<unsigned>(batch));
+    forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
+  }
+  IGNIS_CHECK_LAUNCH();
+  if (!split) return;
   flash_combine_kernel<T, D><<<ceil_div(rows, kCombineRowsPerBlock<D>), kCombineWarps * 32, 0, to_cuda(stream)>>>(
       args.o_part, args.lse_part, o.data_as<T>(), args.lse, args.splits, rows, args.seqlen_q, args.heads_q);
   IGNIS_CHECK_LAUNCH();

@@ -6,9 +6,10 @@
 // The kernel is persistent: each resident block takes units of 64 * kConsumers query rows of one (query head,
 // sequence) in turn and walks their key tiles of kBlockN:
 // - The producer warpgroup (the last; one of its threads works) copies each unit's Q into one of two buffers,
-//   then each key tile's K and V into rings of kStages stages, running ahead into the next unit. A stage completes on its "full" mbarrier (the copy engine counts the bytes)
-//   and is handed back on its "empty" one, which every consumer thread arrives on once the MMAs that read it
-//   have completed. K runs a tile ahead of V, which the consumers need later.
+//   then each key tile's K and V into rings of kStages stages, running ahead into the next unit. A stage
+//   completes on its "full" mbarrier (the copy engine counts the bytes) and is handed back on its "empty" one,
+//   which every consumer thread arrives on once the MMAs that read it have completed. K runs a tile ahead of V,
+//   which the consumers need later.
 // - Each consumer warpgroup owns 64 rows, in the C layout of flash_kernel_common.cuh (warp i rows 16i..16i+15).
 //   Per tile: S = Q K^T as one chain of wgmma m64 x kBlockN from shared memory, the online softmax on S's
 //   registers, and O += P V as one chain of wgmma m64nD with P from registers. Tile i's Q K^T and tile i-1's P V
@@ -43,9 +44,9 @@ struct ForwardShape {
   static constexpr int kKvBytes = BlockN * D * 2;  // one K or V stage
   static constexpr int kTiles = 2 * kQBytes + 2 * Stages * kKvBytes;
   // Tiles (1024-aligned), then the mbarriers: each Q buffer's full and empty, then each stage's full K, full V,
-  // empty K and empty V.
+  // empty K and empty V; then each Q buffer's unit index.
   static constexpr int kBarriers = 4 + 4 * Stages;
-  static constexpr int kSmemBytes = kTiles + kBarriers * 8 + 1024;
+  static constexpr int kSmemBytes = kTiles + kBarriers * 8 + 2 * 4 + 1024;
   // Registers a thread after setmaxnreg: the producer's few go to the consumers (65536 a block, multiples of 8).
   static constexpr int kProducerRegisters = 24;
   static constexpr int kConsumerRegisters = ((65536 - 128 * kProducerRegisters) / (128 * Consumers)) / 8 * 8;
@@ -65,8 +66,10 @@ __device__ __forceinline__ WorkCoords unit_coords(const Args& a, int unit, int t
   return {unit % tiles_x, head_unit % a.heads_q, head_unit / a.heads_q, tiles_x, a.batch};
 }
 
-// Persistent: grid (the resident blocks or fewer), each block taking units blockIdx.x, + gridDim.x, ... of the
-// (query tiles * splits) x heads_q x batch units; `units` is that count and tiles_x the first factor.
+// Persistent: grid (the resident blocks or fewer) over the (query tiles * splits) x heads_q x batch units; `units`
+// is that count and tiles_x the first factor. Block i takes unit i first, then the next from a.unit_counter
+// (zeroed before the launch: the blocks that finish first take more, as the hardware's block scheduler would
+// hand them out), or without a counter units i + gridDim.x, i + 2 gridDim.x, ...
 // q_map: box 64 x 1 x kBlockM x 1 over q; k_map, v_map: box 64 x 1 x kBlockN x 1 over k and v. Compiled for
 // sm_90a only (elsewhere it traps).
 template <class T, int D>
@@ -90,6 +93,7 @@ __global__ void __launch_bounds__(ForwardShapeFor<D>::kThreads, 1)
   auto full_v = [&](int j) { return ring(1, j); };
   auto empty_k = [&](int j) { return ring(2, j); };
   auto empty_v = [&](int j) { return ring(3, j); };
+  auto unit_slot = [&](int u) { return bars + 8 * C::kBarriers + 4 * (u % 2); };
   auto q_parity = [](int u) { return (u / 2) & 1; };
   auto parity = [](int j) { return (j / kStages) & 1; };
 
@@ -112,23 +116,35 @@ __global__ void __launch_bounds__(ForwardShapeFor<D>::kThreads, 1)
   if (warpgroup == kConsumers) {  // the producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(C::kProducerRegisters));
     if (threadIdx.x != kConsumers * 128) return;
+    // Each unit passes through a Q buffer: its index is written beside the buffer before the buffer's full
+    // barrier completes (the arrive releases it to the consumers' wait), with -1 after the last. A unit
+    // without work gets no copies: its barrier completes on the arrive alone, and the consumers write its rows.
     int q_uses = 0, j0 = 0;  // Q buffers filled, key tiles copied
-    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+    for (int unit = blockIdx.x;; ++q_uses) {
+      if (q_uses >= 2) mbarrier_wait(q_empty(q_uses), q_parity(q_uses) ^ 1);
+      const bool done = unit >= units;
+      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(unit_slot(q_uses)), "r"(done ? -1 : unit) : "memory");
+      if (done) {
+        mbarrier_arrive(q_full(q_uses));
+        break;
+      }
       const WorkCoords c = unit_coords(a, unit, tiles_x);
+      unit = a.unit_counter ? atomicAdd(a.unit_counter, 1) + static_cast<int>(gridDim.x) : unit + gridDim.x;
       BlockWork<T> w;
-      if (!plan_work<T, D, kBlockM, kBlockN>(a, c, w)) continue;
+      if (!plan_work<T, D, kBlockM, kBlockN>(a, c, w)) {
+        mbarrier_arrive(q_full(q_uses));
+        continue;
+      }
       const int kv_h = c.h / a.group, tiles = w.n_last - w.n_first + 1;
       auto load = [&](std::uint32_t tile, const CUtensorMap* map, int i, std::uint32_t bar) {
         mbarrier_expect_bytes(bar, C::kKvBytes);
         for (int col = 0; col < D / 64; ++col)
           tma_load(tile + col * kBlockN * 128, map, 64 * col, kv_h, (w.n_first + i) * kBlockN, c.b, bar);
       };
-      if (q_uses >= 2) mbarrier_wait(q_empty(q_uses), q_parity(q_uses) ^ 1);
       mbarrier_expect_bytes(q_full(q_uses), C::kQBytes);
       for (int col = 0; col < D / 64; ++col)
         tma_load(s_q + (q_uses % 2) * C::kQBytes + col * kBlockM * 128, &q_map, 64 * col, c.h, w.m0, c.b,
                  q_full(q_uses));
-      ++q_uses;
       // K runs a tile ahead of V: the consumers need K of tile i + 1 before V of tile i.
       if (j0 >= kStages) mbarrier_wait(empty_k(j0), parity(j0) ^ 1);
       load(s_k + (j0 % kStages) * C::kKvBytes, &k_map, 0, full_k(j0));
@@ -154,12 +170,16 @@ __global__ void __launch_bounds__(ForwardShapeFor<D>::kThreads, 1)
   // the wgmma instructions (its warning C7513).
   auto release = [](std::uint32_t bar) { mbarrier_arrive(bar); };
 
-  int q_uses = 0, j0 = 0;
-  for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+  for (int q_uses = 0, j0 = 0;; ++q_uses) {
+    mbarrier_wait(q_full(q_uses), q_parity(q_uses));
+    int unit;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(unit) : "r"(unit_slot(q_uses)) : "memory");
+    if (unit < 0) break;
     const WorkCoords c = unit_coords(a, unit, tiles_x);
     BlockWork<T> w;
     if (!plan_work<T, D, kBlockM, kBlockN>(a, c, w)) {
       write_no_keys<T, D, kBlockM>(a, w, threadIdx.x, 128 * kConsumers);
+      release(q_empty(q_uses));
       continue;
     }
     const int tiles = w.n_last - w.n_first + 1;
@@ -244,7 +264,6 @@ __global__ void __launch_bounds__(ForwardShapeFor<D>::kThreads, 1)
     // Tile i's Q K^T and tile i - 1's P V are issued in one turn; tile i's softmax runs while P V is on the
     // tensor cores, and tile i's P is packed once P V has read tile i - 1's. O is rescaled for tile i - 1 just
     // before its P V, while tile i's Q K^T runs.
-    mbarrier_wait(q_full(q_uses), q_parity(q_uses));
     mbarrier_wait(full_k(j0), parity(j0));
     fence_accumulators(s);
     wgmma_fence();
@@ -282,7 +301,6 @@ __global__ void __launch_bounds__(ForwardShapeFor<D>::kThreads, 1)
       pack(s, p);
     }
     release(q_empty(q_uses));  // every Q K^T of the unit has completed
-    ++q_uses;
     const int j_last = j0 + tiles - 1;
     rescale_o(acc_o, rescale);
     mbarrier_wait(full_v(j_last), parity(j_last));

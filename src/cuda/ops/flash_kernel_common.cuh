@@ -29,6 +29,7 @@ struct Args {
   int seqlen_q, seqlen_k;  // seqlen_k: rows of k and v per sequence (the capacity of a cache)
   int heads_q, heads_kv, group;
   int batch;          // sequences
+  int* unit_counter;  // the persistent Hopper kernel's shared work counter (zeroed before it), or null
   float scale_log2;   // scale * log2(e), without softcap
   float cap_inner;    // scale / softcap
   float cap_log2;     // softcap * log2(e); 0 when softcap is off
