@@ -47,8 +47,10 @@ struct ForwardShape {
   // empty K and empty V; then each Q buffer's unit index.
   static constexpr int kBarriers = 4 + 4 * Stages;
   static constexpr int kSmemBytes = kTiles + kBarriers * 8 + 2 * 4 + 1024;
-  // Registers a thread after setmaxnreg: the producer's few go to the consumers (65536 a block, multiples of 8).
-  static constexpr int kProducerRegisters = 24;
+  // Registers a thread after setmaxnreg (ptxas compiles each side for its count; multiples of 8, 65536 a block):
+  // the producer keeps 32 with three consumers (they take 160; 152 spill) and 40 with two (they take 232); 24
+  // spill the producer's unit loop.
+  static constexpr int kProducerRegisters = Consumers == 3 ? 32 : 40;
   static constexpr int kConsumerRegisters = ((65536 - 128 * kProducerRegisters) / (128 * Consumers)) / 8 * 8;
 };
 
@@ -129,10 +131,15 @@ __global__ void __launch_bounds__(ForwardShapeFor<D>::kThreads, 1)
         break;
       }
       const WorkCoords c = unit_coords(a, unit, tiles_x);
-      unit = a.unit_counter ? atomicAdd(a.unit_counter, 1) + static_cast<int>(gridDim.x) : unit + gridDim.x;
+      // The next unit is taken once this one's copies are issued, a few tiles before its end, so that the
+      // blocks that finish first take it.
+      auto take_next = [&] {
+        unit = a.unit_counter ? atomicAdd(a.unit_counter, 1) + static_cast<int>(gridDim.x) : unit + gridDim.x;
+      };
       BlockWork<T> w;
       if (!plan_work<T, D, kBlockM, kBlockN>(a, c, w)) {
         mbarrier_arrive(q_full(q_uses));
+        take_next();
         continue;
       }
       const int kv_h = c.h / a.group, tiles = w.n_last - w.n_first + 1;
@@ -158,6 +165,7 @@ __global__ void __launch_bounds__(ForwardShapeFor<D>::kThreads, 1)
         load(s_v + (j % kStages) * C::kKvBytes, &v_map, i, full_v(j));
       }
       j0 += tiles;
+      take_next();
     }
     return;
   }
