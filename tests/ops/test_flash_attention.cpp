@@ -233,6 +233,17 @@ TEST_P(FlashAttentionOp, GroupedQueryHeads) {
       run_case(impl, shaped(2, 2, ratio, 70, 90, ratio == 4 ? 128 : 64, {.causal = causal}), ++salt);
 }
 
+// Enough query tiles that the Hopper kernel runs persistent blocks taking several units each from its counter
+// (at least 4 a block on a 132-SM GPU): 40 sequences x 8 query heads x 2 query tiles, GQA, unequal lengths.
+TEST_P(FlashAttentionOp, ManyUnitsPerBlock) {
+  const Impl impl = GetParam();
+  SKIP_UNLESS_FLASH(impl);
+  std::uint64_t salt = 1900;
+  for (std::int64_t head_dim : {64, 128})
+    for (bool causal : {false, true})
+      run_case(impl, shaped(40, 4, 2, 200, 260, head_dim, {.causal = causal}), ++salt);
+}
+
 TEST_P(FlashAttentionOp, MasksWithUnequalLengths) {
   const Impl impl = GetParam();
   SKIP_UNLESS_FLASH(impl);

@@ -348,12 +348,10 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, forward);
   const long long units = tiles * args.splits * heads * batch;  // blocks of the grid, or the persistent kernel's units
   if (forward.sm90 && units > INT_MAX) throw Error("flash_attention_forward: more than 2^31 query tiles");
-  // The persistent kernel takes its units from a counter when they outnumber its blocks (zeroed here).
-  static const bool one_unit_a_block = [] {  // EXPERIMENT
-    const char* v = std::getenv("IGNIS_FLASH_PERSISTENT");
-    return v && std::string_view(v) == "0";
-  }();
-  const bool counted = forward.sm90 && units > forward.resident && !one_unit_a_block;
+  // The Hopper kernel runs persistent blocks that take units from a counter (zeroed here) when there are at
+  // least four units a resident block; with fewer, the tail of the last units costs more than the overlap across
+  // units gains (PERF_NOTES "# Session 35"), and each block takes one unit.
+  const bool counted = forward.sm90 && units >= 4LL * forward.resident;
   const long long rows = batch * seqlen_q * heads;
   const bool split = args.splits > 1;
   const std::size_t counter_bytes = counted ? 16 : 0;
@@ -370,7 +368,7 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
     args.lse_part = scratch->at<float>(counter_bytes + o_bytes);
   }
   if (forward.sm90) {
-    const auto blocks = static_cast<unsigned>(one_unit_a_block ? units : std::min<long long>(units, forward.resident));
+    const auto blocks = static_cast<unsigned>(counted ? forward.resident : units);
     flash::sm90::flash_forward_sm90_kernel<T, D><<<blocks, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
         args, static_cast<int>(units), static_cast<int>(tiles * args.splits), tensor_map(q, forward.block_m),
         tensor_map(k, forward.block_n), tensor_map(v, forward.block_n));
