@@ -347,7 +347,9 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);
   args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, forward);
   const long long units = tiles * args.splits * heads * batch;  // blocks of the grid, or the persistent kernel's units
-  if (forward.sm90 && units > INT_MAX) throw Error("flash_attention_forward: more than 2^31 query tiles");
+  // The persistent kernel counts units in int, and its counter runs up to units + its blocks.
+  if (forward.sm90 && units > (1LL << 30))
+    throw Error("flash_attention_forward: batch * heads_q * query tiles over 2^30 (too many for one launch)");
   // The Hopper kernel runs persistent blocks that take units from a counter (zeroed here) when there are at
   // least four units a resident block; with fewer, the tail of the last units costs more than the overlap across
   // units gains (PERF_NOTES "# Session 35"), and each block takes one unit.
