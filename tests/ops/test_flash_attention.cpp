@@ -233,6 +233,17 @@ TEST_P(FlashAttentionOp, GroupedQueryHeads) {
       run_case(impl, shaped(2, 2, ratio, 70, 90, ratio == 4 ? 128 : 64, {.causal = causal}), ++salt);
 }
 
+// Enough query tiles that the Hopper kernel runs persistent blocks taking several units each from its counter
+// (at least 4 a block on a 132-SM GPU): 40 sequences x 8 query heads x 2 query tiles, GQA, unequal lengths.
+TEST_P(FlashAttentionOp, ManyUnitsPerBlock) {
+  const Impl impl = GetParam();
+  SKIP_UNLESS_FLASH(impl);
+  std::uint64_t salt = 1900;
+  for (std::int64_t head_dim : {64, 128})
+    for (bool causal : {false, true})
+      run_case(impl, shaped(40, 4, 2, 200, 260, head_dim, {.causal = causal}), ++salt);
+}
+
 TEST_P(FlashAttentionOp, MasksWithUnequalLengths) {
   const Impl impl = GetParam();
   SKIP_UNLESS_FLASH(impl);
@@ -360,14 +371,16 @@ TEST_P(FlashAttentionOp, WithoutLseWritesTheSameOutput) {
 // ---- the KV cache variant ------------------------------------------------------------------------
 
 // Each sequence against the reference run on its first seqlens_k[b] cache rows: rows past a
-// length hold 1e4 (in the dtype), which would show if they were read. Length 0 gives zeros.
+// length hold NaN, which would show if they were read, even times a probability of 0. Length 0 gives
+// zeros. Unsplit and in 3 splits (a split's last tile then ends inside the cache).
 TEST_P(FlashAttentionOp, KvCacheWithDeviceLengths) {
   const Impl impl = GetParam();
   SKIP_UNLESS_FLASH(impl);
   const std::int64_t batch = 4, heads_kv = 2, ratio = 3, heads_q = heads_kv * ratio, capacity = 200;
   std::uint64_t salt = 1800;
   for (std::int64_t head_dim : {64, 128})
-    for (std::int64_t seqlen_q : {1, 5, 70}) {
+    for (std::int64_t seqlen_q : {1, 5, 70})
+    for (int num_splits : {0, 3}) {
       const std::vector<std::int32_t> lengths = {static_cast<std::int32_t>(std::min<std::int64_t>(seqlen_q + 2, 200)),
                                                  0, 129, 200};
       auto rng = test::case_rng(++salt);
@@ -381,8 +394,8 @@ TEST_P(FlashAttentionOp, KvCacheWithDeviceLengths) {
       for (std::int64_t b = 0; b < batch; ++b)
         for (std::int64_t t = lengths[static_cast<std::size_t>(b)]; t < capacity; ++t)
           for (std::size_t e = 0; e < row; ++e) {
-            k[static_cast<std::size_t>(b * capacity + t) * row + e] = 1e4;
-            v[static_cast<std::size_t>(b * capacity + t) * row + e] = 1e4;
+            k[static_cast<std::size_t>(b * capacity + t) * row + e] = std::nan("");
+            v[static_cast<std::size_t>(b * capacity + t) * row + e] = std::nan("");
           }
       Tensor tq = test::make_tensor(q, q_shape, impl.dtype, impl.device);
       Tensor tk = test::make_tensor(k, cache_shape, impl.dtype, impl.device);
@@ -392,14 +405,14 @@ TEST_P(FlashAttentionOp, KvCacheWithDeviceLengths) {
       Tensor to = test::make_poisoned(q_shape, impl.dtype, impl.device);
       Tensor tlse = test::make_poisoned({batch, heads_q, seqlen_q}, DType::f32, impl.device);
       const AttentionParams params{.causal = true};
-      flash_attention_kvcache_forward(tq, tk, tv, tlen, to, tlse, params);
+      flash_attention_kvcache_forward(tq, tk, tv, tlen, to, tlse, params, num_splits);
       const auto got_o = test::read_tensor(to);
       const auto got_lse = test::read_tensor(tlse);
       const auto q_size = static_cast<std::ptrdiff_t>(seqlen_q * heads_q * head_dim);
       const auto lse_size = static_cast<std::ptrdiff_t>(heads_q * seqlen_q);
       for (std::int64_t b = 0; b < batch; ++b) {
-        SCOPED_TRACE(testing::Message() << impl << " head_dim " << head_dim << " seqlen_q " << seqlen_q << " sequence "
-                                        << b);
+        SCOPED_TRACE(testing::Message() << impl << " head_dim " << head_dim << " seqlen_q " << seqlen_q << " splits "
+                                        << num_splits << " sequence " << b);
         const std::int64_t len = lengths[static_cast<std::size_t>(b)];
         const std::vector<double> o_b(got_o.begin() + b * q_size, got_o.begin() + (b + 1) * q_size);
         const std::vector<double> lse_b(got_lse.begin() + b * lse_size, got_lse.begin() + (b + 1) * lse_size);

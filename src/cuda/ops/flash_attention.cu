@@ -1,5 +1,5 @@
 // Flash attention forward on tensor cores (mma.sync m16n8k16, fp32 accumulation, sm_80+), its launch, and the
-// launch of the wgmma kernel (flash_forward_sm90.cuh) that compute capability 9.0 runs instead.
+// launch of the Hopper kernel (flash_forward_sm90.cuh: wgmma, TMA) that compute capability 9.0 runs instead.
 //
 // One thread block of 4 warps per (128 query rows, query head, sequence); warp w owns query rows
 // 32w..32w+31 of the block (two m16 fragments, so each K and V fragment read from shared memory feeds
@@ -12,10 +12,13 @@
 // A grid too small to fill the GPU splits each tile's keys over several blocks (flash_split_plan.h):
 // each writes its rows' normalized fp32 o and lse, and flash_combine_kernel merges them.
 // See docs/PERF_NOTES.md for the tile sizes and the expected speed.
+#include <cudaTypedefs.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <climits>
+#include <optional>
 
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scratch.h"
@@ -256,41 +259,67 @@ __global__ void __launch_bounds__(kCombineWarps * 32)
 }
 
 // The forward kernel a device runs and how many of its blocks the device holds at once. Compute capability 9.0
-// runs the wgmma kernel (flash_forward_sm90.cuh), unless the environment sets IGNIS_FLASH_KERNEL=mma_sync (the
+// runs the Hopper kernel (flash_forward_sm90.cuh), unless the environment sets IGNIS_FLASH_KERNEL=mma_sync (the
 // tests use it to cover the mma.sync kernel on Hopper); other GPUs run the mma.sync one.
 struct ForwardKernel {
-  void (*kernel)(Args);
-  int threads, smem_bytes, block_m, resident;  // block_m: query rows a block
+  bool sm90;                // the Hopper kernel, launched with tensor maps; otherwise `kernel`
+  void (*kernel)(Args);     // the mma.sync kernel
+  int threads, smem_bytes, block_m, block_n, resident;  // block_m: query rows a block; block_n: keys a tile
 };
 
 // Sets the chosen kernel's shared memory limit once a device (so launches need not).
 template <class T, int D>
 ForwardKernel forward_kernel() {
-  static std::array<std::atomic<int>, kCachedDevices> cache{};  // 2 * resident + (1 for wgmma): never 0
-  auto choose = [](bool wgmma) {
-    using Sm90 = flash::sm90::Layout<D>;
-    return wgmma ? ForwardKernel{flash::sm90::flash_forward_wgmma_kernel<T, D>, Sm90::kThreads, Sm90::kSmemBytes,
-                                 Sm90::kBlockM, 0}
-                 : ForwardKernel{flash_forward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, kBlockM, 0};
+  static std::array<std::atomic<int>, kCachedDevices> cache{};  // 2 * resident + (1 for sm90): never 0
+  auto choose = [](bool sm90) {
+    using Sm90 = flash::sm90::ForwardShapeFor<D>;
+    return sm90 ? ForwardKernel{true, nullptr, Sm90::kThreads, Sm90::kSmemBytes, Sm90::kBlockM, Sm90::kBlockN, 0}
+                : ForwardKernel{false, flash_forward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, kBlockM, kBlockN,
+                                0};
   };
   const int cached = once_per_device(cache, [&] {
-    const bool wgmma = flash::wgmma_kernels_chosen();
-    const ForwardKernel k = choose(wgmma);
-    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
+    const bool sm90 = flash::wgmma_kernels_chosen();
+    const ForwardKernel k = choose(sm90);
+    const void* kernel = sm90 ? reinterpret_cast<const void*>(flash::sm90::flash_forward_sm90_kernel<T, D>)
+                              : reinterpret_cast<const void*>(k.kernel);
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
     int per_sm = 0;
-    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.kernel, k.threads, k.smem_bytes));
-    return 2 * std::max(per_sm, 1) * sm_count() + (wgmma ? 1 : 0);
+    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k.threads, k.smem_bytes));
+    return 2 * std::max(per_sm, 1) * sm_count() + (sm90 ? 1 : 0);
   });
   ForwardKernel k = choose(cached % 2 == 1);
   k.resident = cached / 2;
   return k;
 }
 
+// A 4-D tensor map over t: [batch, rows, heads, D] (dims D, heads, rows, batch innermost first), boxes of 64
+// columns x 1 head x box_rows rows x 1 sequence, 128-byte swizzled; rows past the tensor read as zeros.
+inline CUtensorMap tensor_map(const Tensor& t, int box_rows) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    IGNIS_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(t.size(3)), static_cast<cuuint64_t>(t.size(2)),
+                              static_cast<cuuint64_t>(t.size(1)), static_cast<cuuint64_t>(t.size(0))};
+  const cuuint64_t strides[3] = {dims[0] * 2, dims[0] * dims[1] * 2, dims[0] * dims[1] * dims[2] * 2};  // bytes
+  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  CUtensorMap map{};
+  const CUresult result = encode(
+      &map, t.dtype() == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+      t.data(), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS) throw Error("flash_attention_forward: cuTensorMapEncodeTiled failed");
+  return map;
+}
+
 // flash_auto_splits' choice for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys, for the forward
 // kernel the device runs.
 int auto_splits(const Tensor& q, long long seqlen_k, bool causal, const ForwardKernel& forward) {
   const long long blocks = static_cast<long long>(ceil_div(q.size(1), forward.block_m)) * q.size(2) * q.size(0);
-  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), forward.resident, causal);
+  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), forward.resident, causal);  // rule in 64-key tiles
 }
 
 // q, o: [batch, seqlen_q, heads_q, D]; k, v: [batch, seqlen_k, heads_kv, D]; lse: [batch, heads_q, seqlen_q] or
@@ -311,24 +340,47 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.heads_q = static_cast<int>(q.size(2));
   args.heads_kv = static_cast<int>(k.size(2));
   args.group = args.heads_q / args.heads_kv;
+  args.batch = static_cast<int>(q.size(0));
   flash::set_score_args(args, params, seqlen_q, seqlen_k);
 
   const ForwardKernel forward = forward_kernel<T, D>();
   const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);
   args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, forward);
-  const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
-                  static_cast<unsigned>(batch));
-  auto run_forward = [&] {
-    forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
-    IGNIS_CHECK_LAUNCH();
-  };
-  if (args.splits == 1) return run_forward();
+  const long long units = tiles * args.splits * heads * batch;  // blocks of the grid, or the persistent kernel's units
+  // The persistent kernel counts units in int, and its counter runs up to units + its blocks.
+  if (forward.sm90 && units > (1LL << 30))
+    throw Error("flash_attention_forward: batch * heads_q * query tiles over 2^30 (too many for one launch)");
+  // The Hopper kernel runs persistent blocks that take units from a counter (zeroed here) when there are at
+  // least four units a resident block; with fewer, the tail of the last units costs more than the overlap across
+  // units gains (PERF_NOTES "# Session 35"), and each block takes one unit.
+  const bool counted = forward.sm90 && units >= 4LL * forward.resident;
   const long long rows = batch * seqlen_q * heads;
-  const std::size_t o_bytes = align_up(static_cast<std::size_t>(args.splits * rows * D) * sizeof(float));
-  const Scratch scratch(o_bytes + static_cast<std::size_t>(args.splits * rows) * sizeof(float), stream);
-  args.o_part = scratch.at<float>(0);
-  args.lse_part = scratch.at<float>(o_bytes);
-  run_forward();
+  const bool split = args.splits > 1;
+  const std::size_t counter_bytes = counted ? 16 : 0;
+  const std::size_t o_bytes = split ? align_up(static_cast<std::size_t>(args.splits * rows * D) * sizeof(float)) : 0;
+  const std::size_t lse_bytes = split ? static_cast<std::size_t>(args.splits * rows) * sizeof(float) : 0;
+  std::optional<Scratch> scratch;
+  if (counted || split) scratch.emplace(counter_bytes + o_bytes + lse_bytes, stream);
+  if (counted) {
+    args.unit_counter = scratch->at<int>(0);
+    IGNIS_CUDA_CHECK(cudaMemsetAsync(args.unit_counter, 0, sizeof(int), to_cuda(stream)));
+  }
+  if (split) {
+    args.o_part = scratch->at<float>(counter_bytes);
+    args.lse_part = scratch->at<float>(counter_bytes + o_bytes);
+  }
+  if (forward.sm90) {
+    const auto blocks = static_cast<unsigned>(counted ? forward.resident : units);
+    flash::sm90::flash_forward_sm90_kernel<T, D><<<blocks, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
+        args, static_cast<int>(units), static_cast<int>(tiles * args.splits), tensor_map(q, forward.block_m),
+        tensor_map(k, forward.block_n), tensor_map(v, forward.block_n));
+  } else {
+    const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
+                    static_cast<unsigned>(batch));
+    forward.kernel<<<grid, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(args);
+  }
+  IGNIS_CHECK_LAUNCH();
+  if (!split) return;
   flash_combine_kernel<T, D><<<ceil_div(rows, kCombineRowsPerBlock<D>), kCombineWarps * 32, 0, to_cuda(stream)>>>(
       args.o_part, args.lse_part, o.data_as<T>(), args.lse, args.splits, rows, args.seqlen_q, args.heads_q);
   IGNIS_CHECK_LAUNCH();

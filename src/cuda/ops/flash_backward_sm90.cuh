@@ -5,7 +5,7 @@
 // One block of two warpgroups per (128 keys, kv head, sequence); warpgroup w owns keys 64w..64w+63, and within it
 // warp i keys 16i..16i+15, in the C layout of flash_kernel_common.cuh. The block walks 64-query steps as the
 // mma.sync kernel does (flash_backward_common.cuh). Per step and warpgroup, all from 128-byte-swizzled shared
-// tiles (flash_forward_sm90.cuh's layout):
+// tiles (flash_wgmma.cuh's layout):
 //   S^T = K Q^T and dP^T = V dout^T: wgmma m64n64k16 chains with both operands K-major, as the forward's S;
 //   P^T and dS^T from their registers (probs_and_grads);
 //   dV += P^T dout and dK += dS^T Q: wgmma m64nDk16 with A from registers and B MN-major, as the forward's P V;
@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "cuda/ops/flash_backward_common.cuh"
-#include "cuda/ops/flash_forward_sm90.cuh"
+#include "cuda/ops/flash_wgmma.cuh"
 
 namespace ignis::cuda::flash::sm90 {
 

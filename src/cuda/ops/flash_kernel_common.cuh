@@ -28,6 +28,8 @@ struct Args {
   const int* seqlens_k;   // [batch]; null: every sequence has seqlen_k keys
   int seqlen_q, seqlen_k;  // seqlen_k: rows of k and v per sequence (the capacity of a cache)
   int heads_q, heads_kv, group;
+  int batch;          // sequences
+  int* unit_counter;  // the persistent Hopper kernel's shared work counter (zeroed before it), or null
   float scale_log2;   // scale * log2(e), without softcap
   float cap_inner;    // scale / softcap
   float cap_log2;     // softcap * log2(e); 0 when softcap is off
@@ -106,16 +108,26 @@ struct BlockWork {
   float* lse_part; // [seqlen_q] of (split, b, h), or null
 };
 
-// The block's work for grid (query tiles * splits, heads_q, batch), block x = tile index from the last *
-// splits + split (under a causal mask later rows see more keys: they start first). Returns false when the
-// block has nothing to compute: no row of its tile sees a key, or its split's chunk is empty. It has then
-// written what its rows need (zeros and lse -inf, or lse_part -inf for the combine). Block-uniform.
+// One unit of work: query tile x / splits counted from the last (under a causal mask later rows see more keys:
+// they start first), split x % splits, query head h, sequence b, of tiles_x = query tiles * splits and batch
+// sequences. A non-persistent kernel's block is the unit its grid coordinates name.
+struct WorkCoords {
+  int x, h, b, tiles_x, batch;
+};
+
+__device__ __forceinline__ WorkCoords grid_coords() {
+  return {static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z),
+          static_cast<int>(gridDim.x), static_cast<int>(gridDim.z)};
+}
+
+// Where unit c's work lies. Returns false when it has nothing to compute: no row of its tile sees a key, or its
+// split's chunk is empty; write_no_keys then writes what its rows need. Uniform over the unit's threads.
 template <class T, int D, int BlockM, int BlockN>
-__device__ __forceinline__ bool plan_block(const Args& a, BlockWork<T>& w) {
-  const int tiles = static_cast<int>(gridDim.x) / a.splits;
-  const int split = static_cast<int>(blockIdx.x) % a.splits;
-  w.m0 = (tiles - 1 - static_cast<int>(blockIdx.x) / a.splits) * BlockM;
-  const int h = blockIdx.y, b = blockIdx.z;
+__device__ __forceinline__ bool plan_work(const Args& a, const WorkCoords& c, BlockWork<T>& w) {
+  const int tiles = c.tiles_x / a.splits;
+  const int split = c.x % a.splits;
+  w.m0 = (tiles - 1 - c.x / a.splits) * BlockM;
+  const int h = c.h, b = c.b;
   w.seqlen_k = a.seqlen_k;
   if (a.seqlens_k) w.seqlen_k = min(max(a.seqlens_k[b], 0), a.seqlen_k);
   w.diag = w.seqlen_k - a.seqlen_q;
@@ -130,41 +142,47 @@ __device__ __forceinline__ bool plan_block(const Args& a, BlockWork<T>& w) {
   w.v = static_cast<const T*>(a.v) + kv_head0;
   w.o = static_cast<T*>(a.o) + q_head0;
   w.lse = a.lse ? a.lse + lse_row0 : nullptr;
-  const long long heads_rows = static_cast<long long>(gridDim.z) * a.heads_q * a.seqlen_q;  // rows of o
+  const long long heads_rows = static_cast<long long>(c.batch) * a.heads_q * a.seqlen_q;  // rows of o
   w.o_part = a.splits > 1 ? a.o_part + split * heads_rows * D + q_head0 : nullptr;
   w.lse_part = a.splits > 1 ? a.lse_part + split * heads_rows + lse_row0 : nullptr;
 
-  // A split that computes nothing tells the combine so; the combine writes those rows' zeros.
-  auto mark_no_keys = [&] {
-    for (int r = threadIdx.x; r < BlockM; r += blockDim.x)
-      if (w.m0 + r < a.seqlen_q) w.lse_part[w.m0 + r] = -INFINITY;
-  };
   const KeyRange keys = key_range(a, w.seqlen_k, w.diag, w.m0, min(w.m0 + BlockM - 1, a.seqlen_q - 1));
-  if (keys.any_lo > keys.any_hi) {
-    if (w.o_part) {
-      mark_no_keys();
-      return false;
-    }
-    for (int e = threadIdx.x; e < BlockM * D; e += blockDim.x) {
-      const int r = e / D;
-      if (w.m0 + r < a.seqlen_q) w.o[(w.m0 + r) * w.q_stride + e % D] = static_cast<T>(0.0f);
-    }
-    for (int r = threadIdx.x; r < BlockM; r += blockDim.x)
-      if (w.lse && w.m0 + r < a.seqlen_q) w.lse[w.m0 + r] = -INFINITY;
-    return false;
-  }
+  if (keys.any_lo > keys.any_hi) return false;
   w.n_first = keys.any_lo / BlockN;
   w.n_last = keys.any_hi / BlockN;
   if (w.o_part) {  // this split's contiguous chunk of the key tiles
     const int chunk = (w.n_last - w.n_first + a.splits) / a.splits;
     w.n_first += split * chunk;
     w.n_last = min(w.n_last, w.n_first + chunk - 1);
-    if (w.n_first > w.n_last) {
-      mark_no_keys();
-      return false;
-    }
+    if (w.n_first > w.n_last) return false;
   }
   return true;
+}
+
+// For work plan_work found empty, by `threads` threads (this one is `thread`): a split tells the combine it saw
+// no key (lse_part -inf; the combine writes those rows' zeros); otherwise o's rows are 0 and lse -inf.
+template <class T, int D, int BlockM>
+__device__ __forceinline__ void write_no_keys(const Args& a, const BlockWork<T>& w, int thread, int threads) {
+  if (w.o_part) {
+    for (int r = thread; r < BlockM; r += threads)
+      if (w.m0 + r < a.seqlen_q) w.lse_part[w.m0 + r] = -INFINITY;
+    return;
+  }
+  for (int e = thread; e < BlockM * D; e += threads) {
+    const int r = e / D;
+    if (w.m0 + r < a.seqlen_q) w.o[(w.m0 + r) * w.q_stride + e % D] = static_cast<T>(0.0f);
+  }
+  for (int r = thread; r < BlockM; r += threads)
+    if (w.lse && w.m0 + r < a.seqlen_q) w.lse[w.m0 + r] = -INFINITY;
+}
+
+// plan_work for the block's grid coordinates, grid (query tiles * splits, heads_q, batch); an empty block
+// writes its rows with all its threads and returns false. Block-uniform.
+template <class T, int D, int BlockM, int BlockN>
+__device__ __forceinline__ bool plan_block(const Args& a, BlockWork<T>& w) {
+  if (plan_work<T, D, BlockM, BlockN>(a, grid_coords(), w)) return true;
+  write_no_keys<T, D, BlockM>(a, w, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
+  return false;
 }
 
 // The keys [lo, hi] that rows `row` and `row + 8` see: a mask tile then compares each column against two
