@@ -33,48 +33,6 @@ struct BackwardLayout {
   static constexpr int kSmemBytes = 2 * kKvBytes + 4 * kStepBytes + kDsBytes + kStatsBytes + 1024;  // + alignment
 };
 
-#if IGNIS_FLASH_WGMMA
-// dQ's wgmma: m64nNk16 with A and B both MN-major in shared memory (transpose flags 1, 1); N = 64 or 32.
-template <class T>
-struct WgmmaTransposed;
-
-#define IGNIS_WGMMA_TT64(TYPE)                                                                                  \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                  \
-  "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "                                               \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
-  "%23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 1, 1;\n}\n"
-#define IGNIS_WGMMA_TT32(TYPE)                                                                                  \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                                  \
-  "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE " "                                               \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 1, 1;\n}\n"
-#define IGNIS_WGMMA_ACC(acc, j)                                                                                 \
-  "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
-#define IGNIS_WGMMA_ACC4(acc, j0)                                                                               \
-  IGNIS_WGMMA_ACC(acc, j0), IGNIS_WGMMA_ACC(acc, j0 + 1), IGNIS_WGMMA_ACC(acc, j0 + 2), IGNIS_WGMMA_ACC(acc, j0 + 3)
-
-#define IGNIS_DEFINE_WGMMA_TT(T, TYPE)                                                                          \
-  template <>                                                                                                   \
-  struct WgmmaTransposed<T> {                                                                                   \
-    static __device__ __forceinline__ void mma(float (&acc)[8][4], std::uint64_t a, std::uint64_t b,            \
-                                               int accumulate) {                                                \
-      asm volatile(IGNIS_WGMMA_TT64(TYPE)                                                                       \
-                   : IGNIS_WGMMA_ACC4(acc, 0), IGNIS_WGMMA_ACC4(acc, 4)                                         \
-                   : "l"(a), "l"(b), "r"(accumulate));                                                          \
-    }                                                                                                           \
-    static __device__ __forceinline__ void mma(float (&acc)[4][4], std::uint64_t a, std::uint64_t b,            \
-                                               int accumulate) {                                                \
-      asm volatile(IGNIS_WGMMA_TT32(TYPE) : IGNIS_WGMMA_ACC4(acc, 0) : "l"(a), "l"(b), "r"(accumulate));        \
-    }                                                                                                           \
-  };
-IGNIS_DEFINE_WGMMA_TT(__nv_bfloat16, "bf16")
-IGNIS_DEFINE_WGMMA_TT(__half, "f16")
-#undef IGNIS_DEFINE_WGMMA_TT
-#undef IGNIS_WGMMA_TT64
-#undef IGNIS_WGMMA_TT32
-#undef IGNIS_WGMMA_ACC4
-#undef IGNIS_WGMMA_ACC
-#endif
-
 // grid: (key blocks of 128, heads_kv, batch). Compiled for sm_90a only (elsewhere the body traps; the launcher
 // picks it on compute capability 9.0, which the default build targets with sm_90a code).
 template <class T, int D>

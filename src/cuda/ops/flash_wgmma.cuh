@@ -1,7 +1,8 @@
 #pragma once
 // Hopper's (sm_90a) building blocks of the flash kernels: the 128-byte-swizzled shared tiles wgmma reads, their
-// descriptors, the warpgroup MMA instructions (S = Q K^T from shared memory, O += P V with P in registers), and
-// the asynchronous copies' synchronization (mbarriers, bulk tensor copies, named barriers).
+// descriptors, the warpgroup MMA instructions (S = Q K^T from shared memory, O += P V with P in registers, the
+// backward's dQ with both operands transposed), and the asynchronous copies' synchronization (mbarriers, bulk
+// tensor copies, named barriers).
 //
 // Shared tiles use the 128-byte swizzle: a tile of R rows x D columns is D/64 column blocks of R rows x 128
 // bytes, and the 16-byte chunk c of row r sits at chunk c ^ (r % 8) of its 128-byte line. Tiles start on
@@ -86,15 +87,11 @@ struct Wgmma;
   "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "                                               \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
   "%23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-#define IGNIS_WGMMA_ACC32(acc, j0)                                                                              \
-  "+f"(acc[j0 + 0][0]), "+f"(acc[j0 + 0][1]), "+f"(acc[j0 + 0][2]), "+f"(acc[j0 + 0][3]),                       \
-      "+f"(acc[j0 + 1][0]), "+f"(acc[j0 + 1][1]), "+f"(acc[j0 + 1][2]), "+f"(acc[j0 + 1][3]),                   \
-      "+f"(acc[j0 + 2][0]), "+f"(acc[j0 + 2][1]), "+f"(acc[j0 + 2][2]), "+f"(acc[j0 + 2][3]),                   \
-      "+f"(acc[j0 + 3][0]), "+f"(acc[j0 + 3][1]), "+f"(acc[j0 + 3][2]), "+f"(acc[j0 + 3][3]),                   \
-      "+f"(acc[j0 + 4][0]), "+f"(acc[j0 + 4][1]), "+f"(acc[j0 + 4][2]), "+f"(acc[j0 + 4][3]),                   \
-      "+f"(acc[j0 + 5][0]), "+f"(acc[j0 + 5][1]), "+f"(acc[j0 + 5][2]), "+f"(acc[j0 + 5][3]),                   \
-      "+f"(acc[j0 + 6][0]), "+f"(acc[j0 + 6][1]), "+f"(acc[j0 + 6][2]), "+f"(acc[j0 + 6][3]),                   \
-      "+f"(acc[j0 + 7][0]), "+f"(acc[j0 + 7][1]), "+f"(acc[j0 + 7][2]), "+f"(acc[j0 + 7][3])
+#define IGNIS_WGMMA_ACC(acc, j)                                                                                 \
+  "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
+#define IGNIS_WGMMA_ACC4(acc, j0)                                                                               \
+  IGNIS_WGMMA_ACC(acc, j0), IGNIS_WGMMA_ACC(acc, j0 + 1), IGNIS_WGMMA_ACC(acc, j0 + 2), IGNIS_WGMMA_ACC(acc, j0 + 3)
+#define IGNIS_WGMMA_ACC32(acc, j0) IGNIS_WGMMA_ACC4(acc, j0), IGNIS_WGMMA_ACC4(acc, j0 + 4)
 #define IGNIS_WGMMA_S128(TYPE)                                                                                  \
   "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                                  \
   "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " "                                              \
@@ -143,10 +140,47 @@ struct Wgmma;
   };
 IGNIS_DEFINE_WGMMA(__nv_bfloat16, "bf16")
 IGNIS_DEFINE_WGMMA(__half, "f16")
+
+// The backward's dQ = dS K: m64nNk16 with A and B both MN-major in shared memory (transpose flags 1, 1);
+// N = 64 or 32.
+template <class T>
+struct WgmmaTransposed;
+
+#define IGNIS_WGMMA_TT64(TYPE)                                                                                  \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                  \
+  "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "                                               \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "  \
+  "%23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 1, 1;\n}\n"
+#define IGNIS_WGMMA_TT32(TYPE)                                                                                  \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                                  \
+  "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE " "                                               \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 1, 1;\n}\n"
+
+#define IGNIS_DEFINE_WGMMA_TT(T, TYPE)                                                                          \
+  template <>                                                                                                   \
+  struct WgmmaTransposed<T> {                                                                                   \
+    static __device__ __forceinline__ void mma(float (&acc)[8][4], std::uint64_t a, std::uint64_t b,            \
+                                               int accumulate) {                                                \
+      asm volatile(IGNIS_WGMMA_TT64(TYPE)                                                                       \
+                   : IGNIS_WGMMA_ACC32(acc, 0)                                                                  \
+                   : "l"(a), "l"(b), "r"(accumulate));                                                          \
+    }                                                                                                           \
+    static __device__ __forceinline__ void mma(float (&acc)[4][4], std::uint64_t a, std::uint64_t b,            \
+                                               int accumulate) {                                                \
+      asm volatile(IGNIS_WGMMA_TT32(TYPE) : IGNIS_WGMMA_ACC4(acc, 0) : "l"(a), "l"(b), "r"(accumulate));        \
+    }                                                                                                           \
+  };
+IGNIS_DEFINE_WGMMA_TT(__nv_bfloat16, "bf16")
+IGNIS_DEFINE_WGMMA_TT(__half, "f16")
 #undef IGNIS_DEFINE_WGMMA
+#undef IGNIS_DEFINE_WGMMA_TT
+#undef IGNIS_WGMMA_TT64
+#undef IGNIS_WGMMA_TT32
 #undef IGNIS_WGMMA_S
 #undef IGNIS_WGMMA_S128
 #undef IGNIS_WGMMA_ACC32
+#undef IGNIS_WGMMA_ACC4
+#undef IGNIS_WGMMA_ACC
 #undef IGNIS_WGMMA_PV64
 #undef IGNIS_WGMMA_PV128
 #endif
