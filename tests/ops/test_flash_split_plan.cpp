@@ -49,5 +49,31 @@ TEST(FlashSplitPlan, ShortWalksAreNotSplitAndChunksKeepFourKeyTiles) {
   EXPECT_LE(kMaxAutoFlashSplits, kMaxFlashSplits);
 }
 
+// The Hopper kernel's rule against the counts measured fastest on an H200 (132 resident blocks) in session 36's
+// sweep (bench/bench_attention.py --splits 1,2,3,4,6,8; docs/BENCHMARKS.md "experiments of session 36", call 1).
+// Units are 192-query tiles at head_dim 64, 128 at 128; key tiles hold 128 keys.
+TEST(FlashSplitPlanByCost, PicksTheCountsMeasuredFastest) {
+  EXPECT_EQ(flash_auto_splits_by_cost(54, 8, 132), 2);    // B1 S1024 H9 D64, both masks
+  EXPECT_EQ(flash_auto_splits_by_cost(99, 16, 132), 1);   // B1 S2048 H9 D64: 4 splits, three waves, lost 24%
+  EXPECT_EQ(flash_auto_splits_by_cost(96, 8, 132), 1);    // B1 S1024 H16 D64: 2 splits lost 30%
+  EXPECT_EQ(flash_auto_splits_by_cost(64, 8, 132), 2);    // B1 S1024 H8 D128
+  EXPECT_EQ(flash_auto_splits_by_cost(86, 64, 132), 3);   // B1 S8192 H2 D64, both masks
+  EXPECT_EQ(flash_auto_splits_by_cost(128, 16, 132), 1);  // B1 S2048 H8 D128
+  EXPECT_EQ(flash_auto_splits_by_cost(256, 128, 132), 1); // B1 S16384 H2 D128
+  EXPECT_EQ(flash_auto_splits_by_cost(108, 8, 132), 1);   // B2 S1024 H9 D64
+}
+
+TEST(FlashSplitPlanByCost, OneUnitOfALongWalkTakesTheCap) {
+  EXPECT_EQ(flash_auto_splits_by_cost(1, 32, 132), static_cast<int>(kMaxAutoFlashSplits));
+  EXPECT_EQ(flash_auto_splits_by_cost(1, 4, 132), 1);  // four tiles: the merge costs more than the walk saves
+}
+
+TEST(FlashSplitPlanByCost, NothingToSplitIsOneSplit) {
+  EXPECT_EQ(flash_auto_splits_by_cost(0, 64, 132), 1);
+  EXPECT_EQ(flash_auto_splits_by_cost(10, 1, 132), 1);
+  EXPECT_EQ(flash_auto_splits_by_cost(10, 64, 0), 1);
+  EXPECT_EQ(flash_auto_splits_by_cost(100000, 256, 132), 1);
+}
+
 }  // namespace
 }  // namespace ignis::cuda

@@ -315,11 +315,13 @@ inline CUtensorMap tensor_map(const Tensor& t, int box_rows) {
   return map;
 }
 
-// flash_auto_splits' choice for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys, for the forward
-// kernel the device runs.
+// The automatic split count for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys, by the rule of
+// the forward kernel the device runs (flash_split_plan.h), in that kernel's key tiles.
 int auto_splits(const Tensor& q, long long seqlen_k, bool causal, const ForwardKernel& forward) {
   const long long blocks = static_cast<long long>(ceil_div(q.size(1), forward.block_m)) * q.size(2) * q.size(0);
-  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), forward.resident, causal);  // rule in 64-key tiles
+  const long long key_tiles = ceil_div(seqlen_k, forward.block_n);
+  return forward.sm90 ? flash_auto_splits_by_cost(blocks, key_tiles, forward.resident)
+                      : flash_auto_splits(blocks, key_tiles, forward.resident, causal);
 }
 
 // q, o: [batch, seqlen_q, heads_q, D]; k, v: [batch, seqlen_k, heads_kv, D]; lse: [batch, heads_q, seqlen_q] or

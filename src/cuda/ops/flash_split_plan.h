@@ -39,4 +39,32 @@ inline int flash_auto_splits(long long blocks, long long key_tiles, long long re
   return static_cast<int>(std::min(best + (causal ? 1 : 0), most));
 }
 
+// The rule above, fitted on the mma.sync kernel's 64-key tiles, split the Hopper kernel's units too finely: its
+// units (flash_forward_sm90.cuh, 128-key tiles) have fixed costs the rule leaves out. Each unit copies its Q and
+// fills and drains the pipeline, about 1.5 key tiles' time; a split writes partial results in fp32 and launches the
+// combine kernel, about 3.3. Fitted on the H200 (docs/PERF_NOTES.md "# Session 36": 22 shapes, 1-8 splits), where
+// the old rule's choice ran as slow as 0.66x the best count's (B1 S1024 H16 D64); this one's is the best count or
+// within 7% of it (B1 S512 H9 D64, where 4 splits beat its 1 by 7%).
+// Neither mask takes an extra split here: causal grids measured best at the same counts as full ones.
+inline constexpr double kSplitUnitCostInTiles = 1.5;
+inline constexpr double kSplitMergeCostInTiles = 3.3;
+
+// Splits for `blocks` units (query tiles x heads x batch) that walk at most `key_tiles` of the Hopper kernel's key
+// tiles, `resident` of them at once: the count of least modeled time
+//   ceil(n * blocks / resident) * (key_tiles / n + unit cost) + (n > 1 ? merge cost : 0),
+// the fewest among equals, at most kMaxAutoFlashSplits and one key tile a chunk.
+inline int flash_auto_splits_by_cost(long long blocks, long long key_tiles, long long resident) {
+  if (blocks <= 0 || key_tiles <= 1 || resident <= 0) return 1;
+  const long long most = std::min(key_tiles, kMaxAutoFlashSplits);
+  auto modeled = [&](long long n) {
+    const auto waves = static_cast<double>((n * blocks + resident - 1) / resident);
+    const double walk = static_cast<double>(key_tiles) / static_cast<double>(n);
+    return waves * (walk + kSplitUnitCostInTiles) + (n > 1 ? kSplitMergeCostInTiles : 0.0);
+  };
+  long long best = 1;
+  for (long long n = 2; n <= most; ++n)
+    if (modeled(n) < modeled(best)) best = n;
+  return static_cast<int>(best);
+}
+
 }  // namespace ignis::cuda
