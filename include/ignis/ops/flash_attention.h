@@ -25,7 +25,7 @@ bool flash_attention_head_dim_supported(std::int64_t head_dim);
 // lse: [batch, heads_q, seqlen_q] f32 (natural log), or an undefined Tensor() for none.
 // All contiguous, on one device, data 16-byte aligned.
 // num_splits (as flash_attn's): 0 chooses from the shapes and the GPU (a grid too small to fill the GPU
-// splits each 128-query tile's keys over several blocks and merges their results); 1 never splits;
+// splits each query tile's keys over several blocks and merges their results); 1 never splits;
 // n in [2, 64] splits n ways. Results differ from an unsplit call by rounding only.
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                              const AttentionParams& params, std::int64_t num_splits = 0, Stream stream = {});

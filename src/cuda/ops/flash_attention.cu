@@ -343,26 +343,26 @@ struct ForwardChoice {
   int splits;
 };
 
-// The Hopper kernel's plan for a problem, kept for the last few problems a thread saw: working it out takes
-// tens of microseconds on small grids (plan_schedule), and callers repeat shapes (a model's layers).
+// The Hopper kernel's plan for a problem at head_dim D, kept for the last few problems a thread saw: working it out
+// takes tens of microseconds on small grids (plan_schedule), and callers repeat shapes (a model's layers).
+template <int D>
 SchedulePlan cached_plan(const ScheduleProblem& p, const std::array<UnitShape, 2>& shapes, int shape_count,
                          int splits) {
   struct Entry {
     ScheduleProblem problem;
-    int splits, head_dim_rows;
+    int splits;
     long long resident;
     SchedulePlan plan;
   };
   thread_local std::array<Entry, 4> entries{};
   thread_local std::size_t next = 0;
-  const int rows = shapes[0].rows;  // tells the head dims' candidate lists apart
   for (const Entry& e : entries)
-    if (e.resident == shapes[0].resident && e.head_dim_rows == rows && e.splits == splits &&
-        e.problem.heads == p.heads && e.problem.seqlen_q == p.seqlen_q && e.problem.seqlen_k == p.seqlen_k &&
-        e.problem.causal == p.causal && e.problem.key_tile == p.key_tile)
+    if (e.resident == shapes[0].resident && e.splits == splits && e.problem.heads == p.heads &&
+        e.problem.seqlen_q == p.seqlen_q && e.problem.seqlen_k == p.seqlen_k && e.problem.causal == p.causal &&
+        e.problem.key_tile == p.key_tile)
       return e.plan;
   const SchedulePlan plan = plan_schedule(p, shapes.data(), shape_count, splits);
-  entries[next] = {p, splits, rows, shapes[0].resident, plan};
+  entries[next] = {p, splits, shapes[0].resident, plan};
   next = (next + 1) % entries.size();
   return plan;
 }
@@ -382,7 +382,7 @@ ForwardChoice choose_forward(const Tensor& q, long long plan_seqlen_k, bool caus
                                                       causal)};
   }
   const ScheduleProblem problem{q.size(0) * q.size(2), q.size(1), plan_seqlen_k, causal, first.block_n};
-  const SchedulePlan plan = cached_plan(problem, shapes, count, num_splits);
+  const SchedulePlan plan = cached_plan<D>(problem, shapes, count, num_splits);
   return {kernels[plan.shape], plan.splits};
 }
 
