@@ -24,12 +24,11 @@ class CudaAttention final : public AttentionBackend {
     if (flash_attention_supported(batch.q.device(), batch.q.dtype()) &&
         flash_attention_head_dim_supported(batch.q.size(3))) {
       prefill_ = "flash";
-      // The lengths are known here, so the split count follows the longest rather than the cache's capacity
-      // (which the kernel's own choice must assume): a short prompt is not split.
+      // The lengths are known here, so the kernel's schedule is planned for the longest rather than the cache's
+      // capacity.
       const std::int64_t longest = *std::max_element(batch.kv_lengths.begin(), batch.kv_lengths.end());
-      const AttentionParams p = params(batch);
       flash_attention_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,
-                                      Tensor(), p, flash_attention_auto_splits(batch.q, longest, p), stream);
+                                      Tensor(), params(batch), 0, stream, longest);
     } else {
       prefill_ = "naive";
       attention_naive_kvcache_forward(batch.q, batch.k_cache, batch.v_cache, *batch.device_kv_lengths, batch.out,

@@ -43,7 +43,7 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
   check_inputs(q, k, v, o, lse, params, num_splits);
 #if IGNIS_WITH_CUDA
   cuda::flash_attention_forward(q, k, v, o, lse, nullptr, resolved_attention_params(params, q.size(3)),
-                                static_cast<int>(num_splits), stream);
+                                static_cast<int>(num_splits), 0, stream);
 #else
   (void)stream;
 #endif
@@ -65,12 +65,16 @@ std::int64_t flash_attention_auto_splits(const Tensor& q, std::int64_t seqlen_k,
 
 void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                      const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
-                                     const AttentionParams& params, std::int64_t num_splits, Stream stream) {
+                                     const AttentionParams& params, std::int64_t num_splits, Stream stream,
+                                     std::int64_t longest_seqlen_k) {
   check_inputs(q, k_cache, v_cache, o, lse, params, num_splits);
   check_attention_tensor(seqlens_k, q, {q.size(0)}, DType::i32, kWhere, "seqlens_k");
+  check_arg(longest_seqlen_k >= 0 && longest_seqlen_k <= k_cache.size(1), kWhere, "longest_seqlen_k",
+            "0 to k_cache.size(1) (max_seqlen)", longest_seqlen_k);
 #if IGNIS_WITH_CUDA
   cuda::flash_attention_forward(q, k_cache, v_cache, o, lse, seqlens_k.data_as<const int>(),
-                                resolved_attention_params(params, q.size(3)), static_cast<int>(num_splits), stream);
+                                resolved_attention_params(params, q.size(3)), static_cast<int>(num_splits),
+                                longest_seqlen_k, stream);
 #else
   (void)stream;
 #endif

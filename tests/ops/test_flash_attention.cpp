@@ -372,7 +372,8 @@ TEST_P(FlashAttentionOp, WithoutLseWritesTheSameOutput) {
 
 // Each sequence against the reference run on its first seqlens_k[b] cache rows: rows past a
 // length hold NaN, which would show if they were read, even times a probability of 0. Length 0 gives
-// zeros. Unsplit and in 3 splits (a split's last tile then ends inside the cache).
+// zeros. Unsplit and in 3 splits (a split's last tile then ends inside the cache), and planned for a longest
+// length below the real one (the plan is a schedule only).
 TEST_P(FlashAttentionOp, KvCacheWithDeviceLengths) {
   const Impl impl = GetParam();
   SKIP_UNLESS_FLASH(impl);
@@ -380,7 +381,7 @@ TEST_P(FlashAttentionOp, KvCacheWithDeviceLengths) {
   std::uint64_t salt = 1800;
   for (std::int64_t head_dim : {64, 128})
     for (std::int64_t seqlen_q : {1, 5, 70})
-    for (int num_splits : {0, 3}) {
+    for (auto [num_splits, longest_hint] : {std::pair{0, 0}, std::pair{3, 0}, std::pair{0, 129}}) {
       const std::vector<std::int32_t> lengths = {static_cast<std::int32_t>(std::min<std::int64_t>(seqlen_q + 2, 200)),
                                                  0, 129, 200};
       auto rng = test::case_rng(++salt);
@@ -405,14 +406,14 @@ TEST_P(FlashAttentionOp, KvCacheWithDeviceLengths) {
       Tensor to = test::make_poisoned(q_shape, impl.dtype, impl.device);
       Tensor tlse = test::make_poisoned({batch, heads_q, seqlen_q}, DType::f32, impl.device);
       const AttentionParams params{.causal = true};
-      flash_attention_kvcache_forward(tq, tk, tv, tlen, to, tlse, params, num_splits);
+      flash_attention_kvcache_forward(tq, tk, tv, tlen, to, tlse, params, num_splits, {}, longest_hint);
       const auto got_o = test::read_tensor(to);
       const auto got_lse = test::read_tensor(tlse);
       const auto q_size = static_cast<std::ptrdiff_t>(seqlen_q * heads_q * head_dim);
       const auto lse_size = static_cast<std::ptrdiff_t>(heads_q * seqlen_q);
       for (std::int64_t b = 0; b < batch; ++b) {
         SCOPED_TRACE(testing::Message() << impl << " head_dim " << head_dim << " seqlen_q " << seqlen_q << " splits "
-                                        << num_splits << " sequence " << b);
+                                        << num_splits << " planned for " << longest_hint << " sequence " << b);
         const std::int64_t len = lengths[static_cast<std::size_t>(b)];
         const std::vector<double> o_b(got_o.begin() + b * q_size, got_o.begin() + (b + 1) * q_size);
         const std::vector<double> lse_b(got_lse.begin() + b * lse_size, got_lse.begin() + (b + 1) * lse_size);
@@ -546,6 +547,12 @@ TEST_P(FlashAttentionOp, RejectsBadArguments) {
   Tensor host_lengths_view = Tensor::view(host_lengths.data(), DType::i32, Device::cpu(), {2});
   EXPECT_ERROR_CONTAINS(flash_attention_kvcache_forward(t.q, t.k, t.v, host_lengths_view, t.o, t.lse, none),
                         "flash_attention_forward: seqlens_k.device");
+  EXPECT_ERROR_CONTAINS(flash_attention_kvcache_forward(t.q, t.k, t.v, lengths, t.o, t.lse, none, 0, {}, -1),
+                        "flash_attention_forward: longest_seqlen_k: expected 0 to k_cache.size(1) (max_seqlen)");
+  EXPECT_ERROR_CONTAINS(
+      flash_attention_kvcache_forward(t.q, t.k, t.v, lengths, t.o, t.lse, none, 0, {}, t.k.size(1) + 1),
+      "flash_attention_forward: longest_seqlen_k: expected 0 to k_cache.size(1) (max_seqlen)");
+  EXPECT_NO_THROW(flash_attention_kvcache_forward(t.q, t.k, t.v, lengths, t.o, t.lse, none, 0, {}, t.k.size(1)));
 }
 
 TEST(FlashAttentionOp, RejectsTheCpuAndOtherHeadDims) {

@@ -25,7 +25,7 @@ bool flash_attention_head_dim_supported(std::int64_t head_dim);
 // lse: [batch, heads_q, seqlen_q] f32 (natural log), or an undefined Tensor() for none.
 // All contiguous, on one device, data 16-byte aligned.
 // num_splits (as flash_attn's): 0 chooses from the shapes and the GPU (a grid too small to fill the GPU
-// splits each 128-query tile's keys over several blocks and merges their results); 1 never splits;
+// splits each query tile's keys over several blocks and merges their results); 1 never splits;
 // n in [2, 64] splits n ways. Results differ from an unsplit call by rounding only.
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                              const AttentionParams& params, std::int64_t num_splits = 0, Stream stream = {});
@@ -34,11 +34,13 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
 // seqlens_k: [batch] i32 on q's device: sequence b has seqlens_k[b] keys (its first rows; a length
 // outside [0, max_seqlen] is clamped) and its seqlen_q queries are its last seqlen_q positions.
 // The launch depends on the shapes only, so a captured call replays as the lengths change.
-// num_splits as above; the automatic choice reads max_seqlen, not the lengths (a caller that knows them
-// passes flash_attention_auto_splits(q, the longest length, params) instead).
+// num_splits as above. The schedule (unit shape, split count) is planned on the host for longest_seqlen_k keys,
+// the longest length when the caller knows it (as flash_attn's max_seqlen_k), else (0) for max_seqlen; any
+// lengths are computed right whatever it says.
 void flash_attention_kvcache_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                      const Tensor& seqlens_k, const Tensor& o, const Tensor& lse,
-                                     const AttentionParams& params, std::int64_t num_splits = 0, Stream stream = {});
+                                     const AttentionParams& params, std::int64_t num_splits = 0, Stream stream = {},
+                                     std::int64_t longest_seqlen_k = 0);
 
 // Gradients of sum(dout * o) for o = flash_attention_forward(q, k, v) with the same params: dq like q, dk and
 // dv like k (each summed over the query heads of its group). o and lse are the forward's outputs (lse

@@ -258,38 +258,132 @@ __global__ void __launch_bounds__(kCombineWarps * 32)
   if (lse && lane == 0) lse[lse_at] = total > 0.0f ? top + logf(total) : -INFINITY;
 }
 
-// The forward kernel a device runs and how many of its blocks the device holds at once. Compute capability 9.0
+// The forward kernel a launch runs and how many of its blocks the device holds at once. Compute capability 9.0
 // runs the Hopper kernel (flash_forward_sm90.cuh), unless the environment sets IGNIS_FLASH_KERNEL=mma_sync (the
 // tests use it to cover the mma.sync kernel on Hopper); other GPUs run the mma.sync one.
+using Sm90Kernel = void (*)(Args, int, int, CUtensorMap, CUtensorMap, CUtensorMap);
 struct ForwardKernel {
-  bool sm90;                // the Hopper kernel, launched with tensor maps; otherwise `kernel`
+  bool sm90;                // the Hopper kernel `sm90_kernel`, launched with tensor maps; otherwise `kernel`
   void (*kernel)(Args);     // the mma.sync kernel
+  Sm90Kernel sm90_kernel;
   int threads, smem_bytes, block_m, block_n, resident;  // block_m: query rows a block; block_n: keys a tile
 };
 
-// Sets the chosen kernel's shared memory limit once a device (so launches need not).
-template <class T, int D>
-ForwardKernel forward_kernel() {
-  static std::array<std::atomic<int>, kCachedDevices> cache{};  // 2 * resident + (1 for sm90): never 0
-  auto choose = [](bool sm90) {
-    using Sm90 = flash::sm90::ForwardShapeFor<D>;
-    return sm90 ? ForwardKernel{true, nullptr, Sm90::kThreads, Sm90::kSmemBytes, Sm90::kBlockM, Sm90::kBlockN, 0}
-                : ForwardKernel{false, flash_forward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, kBlockM, kBlockN,
-                                0};
-  };
-  const int cached = once_per_device(cache, [&] {
-    const bool sm90 = flash::wgmma_kernels_chosen();
-    const ForwardKernel k = choose(sm90);
-    const void* kernel = sm90 ? reinterpret_cast<const void*>(flash::sm90::flash_forward_sm90_kernel<T, D>)
-                              : reinterpret_cast<const void*>(k.kernel);
-    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
+// Sets a kernel's shared memory limit once a device (so launches need not) and counts its resident blocks.
+template <class Kernel>
+int resident_blocks(std::array<std::atomic<int>, kCachedDevices>& cache, Kernel kernel, int threads, int smem) {
+  return once_per_device(cache, [&] {
+    const auto* entry = reinterpret_cast<const void*>(kernel);
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(entry, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     int per_sm = 0;
-    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k.threads, k.smem_bytes));
-    return 2 * std::max(per_sm, 1) * sm_count() + (sm90 ? 1 : 0);
+    IGNIS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, entry, threads, smem));
+    return std::max(per_sm, 1) * sm_count();
   });
-  ForwardKernel k = choose(cached % 2 == 1);
-  k.resident = cached / 2;
-  return k;
+}
+
+template <class T, class Shape>
+ForwardKernel sm90_forward_kernel() {
+  static std::array<std::atomic<int>, kCachedDevices> cache{};
+  const Sm90Kernel kernel = flash::sm90::flash_forward_sm90_kernel<T, Shape>;
+  return {true, nullptr, kernel, Shape::kThreads, Shape::kSmemBytes, Shape::kBlockM, Shape::kBlockN,
+          resident_blocks(cache, kernel, Shape::kThreads, Shape::kSmemBytes)};
+}
+
+template <class T, int D>
+ForwardKernel mma_sync_forward_kernel() {
+  static std::array<std::atomic<int>, kCachedDevices> cache{};
+  return {false, flash_forward_kernel<T, D>, nullptr, kThreads, Layout<D>::kSmemBytes, kBlockM, kBlockN,
+          resident_blocks(cache, flash_forward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes)};
+}
+
+// The Hopper kernel's unit shapes for head_dim D, in the order plan_schedule prefers among equals, with a key tile's
+// time relative to the first's (PERF_NOTES "# Session 35" and "# Session 36"). At D 64, units of 192 rows (three
+// consumers) share each K and V tile among more rows, and S is cheap next to the softmax; units of 128 rows (two)
+// are more and shorter, which pays where 192-row units leave SMs idle or a causal mask's units are uneven. A
+// 128-row tile took 0.767 of a 192-row one's time (H200, B1 S16384 H32 D64 full: 434 against 499 TFLOP/s). At
+// D 128, two consumers (O takes 64 registers a thread) with two stages of 128 keys.
+using Sm90Rows192 = flash::sm90::ForwardShape<64, 3, 128, 3>;
+using Sm90Rows128 = flash::sm90::ForwardShape<64, 2, 128, 3>;
+using Sm90D128 = flash::sm90::ForwardShape<128, 2, 128, 2>;
+inline constexpr double kRows128TileCost = 0.767;
+
+template <class T, int D>
+int forward_candidates(std::array<ForwardKernel, 2>& kernels, std::array<UnitShape, 2>& shapes) {
+  static std::array<std::atomic<int>, kCachedDevices> chosen{};  // 1 + (1 for the Hopper kernel): never 0
+  if (once_per_device(chosen, [] { return flash::wgmma_kernels_chosen() ? 2 : 1; }) == 1) {
+    kernels[0] = mma_sync_forward_kernel<T, D>();
+    return 1;
+  }
+  if constexpr (D == 64) {
+    kernels = {sm90_forward_kernel<T, Sm90Rows192>(), sm90_forward_kernel<T, Sm90Rows128>()};
+    shapes = {UnitShape{kernels[0].block_m, 1.0, kernels[0].resident},
+              UnitShape{kernels[1].block_m, kRows128TileCost, kernels[1].resident}};
+    // IGNIS_FLASH_D64_ROWS=192 or 128 leaves that shape the only candidate (the tests cover each shape so).
+    static const int forced = [] {
+      const char* rows = std::getenv("IGNIS_FLASH_D64_ROWS");
+      return rows ? std::atoi(rows) : 0;
+    }();
+    if (forced == kernels[0].block_m) return 1;
+    if (forced == kernels[1].block_m) {
+      kernels[0] = kernels[1];
+      shapes[0] = UnitShape{kernels[0].block_m, 1.0, kernels[0].resident};
+      return 1;
+    }
+    return 2;
+  } else {
+    kernels[0] = sm90_forward_kernel<T, Sm90D128>();
+    shapes[0] = UnitShape{kernels[0].block_m, 1.0, kernels[0].resident};
+    return 1;
+  }
+}
+
+// What a launch runs: the kernel and its key splits.
+struct ForwardChoice {
+  ForwardKernel kernel;
+  int splits;
+};
+
+// The Hopper kernel's plan for a problem at head_dim D, kept for the last few problems a thread saw: working it out
+// takes tens of microseconds on small grids (plan_schedule), and callers repeat shapes (a model's layers).
+template <int D>
+SchedulePlan cached_plan(const ScheduleProblem& p, const std::array<UnitShape, 2>& shapes, int shape_count,
+                         int splits) {
+  struct Entry {
+    ScheduleProblem problem;
+    int splits;
+    long long resident;
+    SchedulePlan plan;
+  };
+  thread_local std::array<Entry, 4> entries{};
+  thread_local std::size_t next = 0;
+  for (const Entry& e : entries)
+    if (e.resident == shapes[0].resident && e.splits == splits && e.problem.heads == p.heads &&
+        e.problem.seqlen_q == p.seqlen_q && e.problem.seqlen_k == p.seqlen_k && e.problem.causal == p.causal &&
+        e.problem.key_tile == p.key_tile)
+      return e.plan;
+  const SchedulePlan plan = plan_schedule(p, shapes.data(), shape_count, splits);
+  entries[next] = {p, splits, shapes[0].resident, plan};
+  next = (next + 1) % entries.size();
+  return plan;
+}
+
+// The kernel and split count for q: [batch, seqlen_q, heads_q, head_dim] against plan_seqlen_k keys (the keys
+// the longest sequence sees), with num_splits fixed when nonzero.
+template <class T, int D>
+ForwardChoice choose_forward(const Tensor& q, long long plan_seqlen_k, bool causal, int num_splits) {
+  std::array<ForwardKernel, 2> kernels{};
+  std::array<UnitShape, 2> shapes{};
+  const int count = forward_candidates<T, D>(kernels, shapes);
+  const ForwardKernel& first = kernels[0];
+  if (!first.sm90) {
+    const long long blocks = static_cast<long long>(ceil_div(q.size(1), first.block_m)) * q.size(2) * q.size(0);
+    return {first, num_splits > 0 ? num_splits
+                                  : flash_auto_splits(blocks, ceil_div(plan_seqlen_k, first.block_n), first.resident,
+                                                      causal)};
+  }
+  const ScheduleProblem problem{q.size(0) * q.size(2), q.size(1), plan_seqlen_k, causal, first.block_n};
+  const SchedulePlan plan = cached_plan<D>(problem, shapes, count, num_splits);
+  return {kernels[plan.shape], plan.splits};
 }
 
 // A 4-D tensor map over t: [batch, rows, heads, D] (dims D, heads, rows, batch innermost first), boxes of 64
@@ -315,18 +409,12 @@ inline CUtensorMap tensor_map(const Tensor& t, int box_rows) {
   return map;
 }
 
-// flash_auto_splits' choice for q: [batch, seqlen_q, heads_q, head_dim] against seqlen_k keys, for the forward
-// kernel the device runs.
-int auto_splits(const Tensor& q, long long seqlen_k, bool causal, const ForwardKernel& forward) {
-  const long long blocks = static_cast<long long>(ceil_div(q.size(1), forward.block_m)) * q.size(2) * q.size(0);
-  return flash_auto_splits(blocks, ceil_div(seqlen_k, kBlockN), forward.resident, causal);  // rule in 64-key tiles
-}
-
 // q, o: [batch, seqlen_q, heads_q, D]; k, v: [batch, seqlen_k, heads_kv, D]; lse: [batch, heads_q, seqlen_q] or
-// undefined; seqlens_k: [batch] or null.
+// undefined; seqlens_k: [batch] or null; plan_seqlen_k: the keys to plan the schedule for (0: seqlen_k).
 template <class T, int D>
 void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-            const int* seqlens_k, const AttentionParams& params, int num_splits, Stream stream) {
+            const int* seqlens_k, const AttentionParams& params, int num_splits, long long plan_seqlen_k,
+            Stream stream) {
   const auto seqlen_q = q.size(1), seqlen_k = k.size(1);
   Args args{};
   args.q = q.data();
@@ -343,9 +431,12 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.batch = static_cast<int>(q.size(0));
   flash::set_score_args(args, params, seqlen_q, seqlen_k);
 
-  const ForwardKernel forward = forward_kernel<T, D>();
+  const ForwardChoice choice =
+      choose_forward<T, D>(q, plan_seqlen_k > 0 ? std::min<long long>(plan_seqlen_k, seqlen_k) : seqlen_k, params.causal,
+                           num_splits);
+  const ForwardKernel& forward = choice.kernel;
   const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);
-  args.splits = num_splits > 0 ? num_splits : auto_splits(q, seqlen_k, params.causal, forward);
+  args.splits = choice.splits;
   const long long units = tiles * args.splits * heads * batch;  // blocks of the grid, or the persistent kernel's units
   // The persistent kernel counts units in int, and its counter runs up to units + its blocks.
   if (forward.sm90 && units > (1LL << 30))
@@ -371,7 +462,7 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   }
   if (forward.sm90) {
     const auto blocks = static_cast<unsigned>(counted ? forward.resident : units);
-    flash::sm90::flash_forward_sm90_kernel<T, D><<<blocks, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
+    forward.sm90_kernel<<<blocks, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
         args, static_cast<int>(units), static_cast<int>(tiles * args.splits), tensor_map(q, forward.block_m),
         tensor_map(k, forward.block_n), tensor_map(v, forward.block_n));
   } else {
@@ -386,20 +477,14 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   IGNIS_CHECK_LAUNCH();
 }
 
-// The forward kernel for q's head dim (64 or 128, checked by the dispatcher).
-// q: [batch, seqlen_q, heads_q, head_dim].
-template <class T>
-ForwardKernel forward_kernel_dim(const Tensor& q) {
-  return q.size(3) == 64 ? forward_kernel<T, 64>() : forward_kernel<T, 128>();
-}
-
 // q, o: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; lse, seqlens_k: as launch's.
 template <class T>
 void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                const int* seqlens_k, const AttentionParams& params, int num_splits, Stream stream) {
+                const int* seqlens_k, const AttentionParams& params, int num_splits, long long plan_seqlen_k,
+                Stream stream) {
   switch (q.size(3)) {
-    case 64: return launch<T, 64>(q, k, v, o, lse, seqlens_k, params, num_splits, stream);
-    case 128: return launch<T, 128>(q, k, v, o, lse, seqlens_k, params, num_splits, stream);
+    case 64: return launch<T, 64>(q, k, v, o, lse, seqlens_k, params, num_splits, plan_seqlen_k, stream);
+    case 128: return launch<T, 128>(q, k, v, o, lse, seqlens_k, params, num_splits, plan_seqlen_k, stream);
     default: fail_expected("flash_attention_forward", "q.size(3) (head_dim)", "64 or 128", q.size(3));
   }
 }
@@ -407,16 +492,21 @@ void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
 }  // namespace
 
 int flash_attention_auto_splits(const Tensor& q, long long seqlen_k, bool causal) {
-  const ForwardKernel forward =
-      q.dtype() == DType::bf16 ? forward_kernel_dim<__nv_bfloat16>(q) : forward_kernel_dim<__half>(q);
-  return auto_splits(q, seqlen_k, causal, forward);
+  // The plan does not depend on the element type; each type's kernels are their own candidates.
+  auto splits = [&]<class T>() {
+    return q.size(3) == 64 ? choose_forward<T, 64>(q, seqlen_k, causal, 0).splits
+                           : choose_forward<T, 128>(q, seqlen_k, causal, 0).splits;
+  };
+  return q.dtype() == DType::bf16 ? splits.template operator()<__nv_bfloat16>() : splits.template operator()<__half>();
 }
 
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                             const int* seqlens_k, const AttentionParams& params, int num_splits, Stream stream) {
+                             const int* seqlens_k, const AttentionParams& params, int num_splits,
+                             long long plan_seqlen_k, Stream stream) {
   switch (q.dtype()) {
-    case DType::bf16: return launch_dim<__nv_bfloat16>(q, k, v, o, lse, seqlens_k, params, num_splits, stream);
-    case DType::f16: return launch_dim<__half>(q, k, v, o, lse, seqlens_k, params, num_splits, stream);
+    case DType::bf16:
+      return launch_dim<__nv_bfloat16>(q, k, v, o, lse, seqlens_k, params, num_splits, plan_seqlen_k, stream);
+    case DType::f16: return launch_dim<__half>(q, k, v, o, lse, seqlens_k, params, num_splits, plan_seqlen_k, stream);
     default: fail_expected("flash_attention_forward", "q.dtype", "bf16 or f16", q.dtype());
   }
 }

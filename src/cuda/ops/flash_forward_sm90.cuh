@@ -27,8 +27,6 @@
 // flash_wgmma.cuh describes.
 #include <cuda.h>
 
-#include <type_traits>
-
 #include "cuda/ops/flash_wgmma.cuh"
 
 namespace ignis::cuda::flash::sm90 {
@@ -37,7 +35,7 @@ namespace ignis::cuda::flash::sm90 {
 // two Q buffers (the next unit's Q is copied while this one's runs), and the producer warpgroup.
 template <int D, int Consumers, int BlockN, int Stages>
 struct ForwardShape {
-  static constexpr int kConsumers = Consumers, kBlockN = BlockN, kStages = Stages;
+  static constexpr int kD = D, kConsumers = Consumers, kBlockN = BlockN, kStages = Stages;
   static constexpr int kThreads = (Consumers + 1) * 128;
   static constexpr int kBlockM = Consumers * 64;
   static constexpr int kQBytes = kBlockM * D * 2;  // one Q buffer
@@ -54,12 +52,6 @@ struct ForwardShape {
   static constexpr int kConsumerRegisters = ((65536 - 128 * kProducerRegisters) / (128 * Consumers)) / 8 * 8;
 };
 
-// The shapes measured best on the H200 (PERF_NOTES "# Session 35"): at D 64 three consumers (S is cheap next to
-// the softmax, so more rows share each K/V tile), at D 128 two (O takes 64 registers a thread) with two stages
-// of 128 keys.
-template <int D>
-using ForwardShapeFor = std::conditional_t<D == 64, ForwardShape<64, 3, 128, 3>, ForwardShape<128, 2, 128, 2>>;
-
 // Unit `unit` of the work list, in the order of the non-persistent grid: query tiles innermost (the longest
 // first, see plan_work), then heads, then sequences. Blocks running at once then mostly share a head's K and V
 // in L2 (units taken head-major instead read 132 heads' K and V at once from memory: -10% at D 128).
@@ -74,12 +66,13 @@ __device__ __forceinline__ WorkCoords unit_coords(const Args& a, int unit, int t
 // hand them out), or without a counter units i + gridDim.x, i + 2 gridDim.x, ...
 // q_map: box 64 x 1 x kBlockM x 1 over q; k_map, v_map: box 64 x 1 x kBlockN x 1 over k and v. Compiled for
 // sm_90a only (elsewhere it traps).
-template <class T, int D>
-__global__ void __launch_bounds__(ForwardShapeFor<D>::kThreads, 1)
+template <class T, class Shape>
+__global__ void __launch_bounds__(Shape::kThreads, 1)
     flash_forward_sm90_kernel(const Args a, int units, int tiles_x, const __grid_constant__ CUtensorMap q_map,
                               const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map) {
 #if IGNIS_FLASH_WGMMA
-  using C = ForwardShapeFor<D>;
+  using C = Shape;
+  constexpr int D = Shape::kD;
   constexpr int kStages = C::kStages, kBlockM = C::kBlockM, kBlockN = C::kBlockN, kConsumers = C::kConsumers;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const std::uint32_t smem = (smem_address(smem_raw) + 1023u) & ~1023u;
