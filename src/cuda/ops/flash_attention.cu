@@ -431,9 +431,8 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   args.batch = static_cast<int>(q.size(0));
   flash::set_score_args(args, params, seqlen_q, seqlen_k);
 
-  const ForwardChoice choice =
-      choose_forward<T, D>(q, plan_seqlen_k > 0 ? std::min<long long>(plan_seqlen_k, seqlen_k) : seqlen_k, params.causal,
-                           num_splits);
+  const long long planned_keys = plan_seqlen_k > 0 ? std::min<long long>(plan_seqlen_k, seqlen_k) : seqlen_k;
+  const ForwardChoice choice = choose_forward<T, D>(q, planned_keys, params.causal, num_splits);
   const ForwardKernel& forward = choice.kernel;
   const long long tiles = ceil_div(seqlen_q, forward.block_m), heads = q.size(2), batch = q.size(0);
   args.splits = choice.splits;

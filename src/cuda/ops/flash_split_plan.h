@@ -1,6 +1,6 @@
 #pragma once
-// How many ways the flash attention forward splits each query tile's keys: plain host arithmetic,
-// which tests/ops/test_flash_split_plan.cpp checks on any machine.
+// The flash attention forward's schedule: how many ways it splits each query tile's keys and, on Hopper, which
+// unit shape it runs. Plain host arithmetic, which tests/ops/test_flash_split_plan.cpp checks on any machine.
 //
 // Why split: a grid of fewer blocks than the GPU holds at once leaves SMs idle while each block walks
 // its whole key range one tile after another. A 1024-token prompt of a 9-head model is 72 blocks of
@@ -116,7 +116,8 @@ inline double modeled_schedule_time(const ScheduleProblem& p, const UnitShape& s
     std::vector<double> units;
     for (long long tile = tiles - 1; tile >= 0; --tile) {
       const long long w = walk(tile), chunk = (w + splits - 1) / splits;
-      for (long long split = 0; split < splits; ++split) units.push_back(unit_cost(std::clamp(w - split * chunk, 0LL, chunk)));
+      for (long long split = 0; split < splits; ++split)
+        units.push_back(unit_cost(std::clamp(w - split * chunk, 0LL, chunk)));
     }
     std::priority_queue<double, std::vector<double>, std::greater<>> slots;
     for (long long i = 0; i < shape.resident; ++i) slots.push(0.0);
@@ -140,7 +141,8 @@ inline SchedulePlan plan_schedule(const ScheduleProblem& p, const UnitShape* sha
   for (int s = 0; s < shape_count; ++s)
     if (shapes[s].rows <= 0 || shapes[s].resident <= 0) return best;
   const long long key_tiles = (p.seqlen_k + p.key_tile - 1) / p.key_tile;
-  const long long first = splits > 0 ? splits : 1, last = splits > 0 ? splits : std::min(key_tiles, kMaxAutoFlashSplits);
+  const long long first = splits > 0 ? splits : 1;
+  const long long last = splits > 0 ? splits : std::min(key_tiles, kMaxAutoFlashSplits);
   double best_time = std::numeric_limits<double>::infinity();
   for (int s = 0; s < shape_count; ++s) {
     const long long tiles = (p.seqlen_q + shapes[s].rows - 1) / shapes[s].rows;
