@@ -3,6 +3,7 @@
 // poisoned outputs, and bad arguments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "harness/op_harness.h"
@@ -52,8 +53,8 @@ std::vector<Case> cases() {
 // larger allocation, so an offset of 1 breaks 16-byte alignment. `keep` owns the allocation.
 Tensor offset_tensor(const std::vector<double>& values, const Shape& shape, const Impl& impl, int offset, bool poison,
                      Tensor& keep) {
-  std::vector<double> padded(offset, 0.0);
-  padded.insert(padded.end(), values.begin(), values.end());
+  std::vector<double> padded(static_cast<std::size_t>(offset) + values.size(), 0.0);
+  std::copy(values.begin(), values.end(), padded.begin() + offset);
   const std::int64_t total = static_cast<std::int64_t>(padded.size());
   keep = poison ? test::make_poisoned({total}, impl.dtype, impl.device)
                 : test::make_tensor(padded, {total}, impl.dtype, impl.device);
