@@ -324,9 +324,9 @@ int forward_candidates(std::array<ForwardKernel, 2>& kernels, std::array<UnitSha
       return rows ? std::atoi(rows) : 0;
     }();
     if (forced == kernels[0].block_m) return 1;
-    if (forced == kernels[1].block_m) {
+    if (forced == kernels[1].block_m) {  // a lone candidate's relative tile cost does not matter
       kernels[0] = kernels[1];
-      shapes[0] = UnitShape{kernels[0].block_m, 1.0, kernels[0].resident};
+      shapes[0] = shapes[1];
       return 1;
     }
     return 2;
@@ -488,15 +488,19 @@ void launch_dim(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
   }
 }
 
+// The split count num_splits = 0 plans for q against seqlen_k keys, for q's head dim (64 or 128, checked by the
+// dispatcher). q: [batch, seqlen_q, heads_q, head_dim].
+template <class T>
+int auto_splits_dim(const Tensor& q, long long seqlen_k, bool causal) {
+  return q.size(3) == 64 ? choose_forward<T, 64>(q, seqlen_k, causal, 0).splits
+                         : choose_forward<T, 128>(q, seqlen_k, causal, 0).splits;
+}
+
 }  // namespace
 
 int flash_attention_auto_splits(const Tensor& q, long long seqlen_k, bool causal) {
-  // The plan does not depend on the element type; each type's kernels are their own candidates.
-  auto splits = [&]<class T>() {
-    return q.size(3) == 64 ? choose_forward<T, 64>(q, seqlen_k, causal, 0).splits
-                           : choose_forward<T, 128>(q, seqlen_k, causal, 0).splits;
-  };
-  return q.dtype() == DType::bf16 ? splits.template operator()<__nv_bfloat16>() : splits.template operator()<__half>();
+  return q.dtype() == DType::bf16 ? auto_splits_dim<__nv_bfloat16>(q, seqlen_k, causal)
+                                  : auto_splits_dim<__half>(q, seqlen_k, causal);
 }
 
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
