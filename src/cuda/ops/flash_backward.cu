@@ -23,6 +23,7 @@
 #include "cuda/ops/flash_backward.h"
 #include "cuda/ops/flash_backward_common.cuh"
 #include "cuda/ops/flash_backward_sm90.cuh"
+#include "cuda/ops/flash_backward_sm90_ws.cuh"
 #include "cuda/ops/flash_kernel_common.cuh"
 #include "cuda/ops/flash_launch_common.cuh"
 #include "cuda/ops/flash_mma.cuh"
@@ -286,6 +287,21 @@ BackwardKernel backward_kernel() {
   return choose(cached == 2);
 }
 
+// The DRAFT producer-warp kernel (flash_backward_sm90_ws.cuh, never run on a GPU): only where the wgmma kernels
+// run and the environment sets IGNIS_FLASH_BWD_KERNEL=wgmma_ws. Sets its shared memory limit once a device.
+template <class T, int D>
+bool producer_warp_draft_chosen() {
+  static std::array<std::atomic<int>, kCachedDevices> cache{};  // 1: no, 2: yes
+  return once_per_device(cache, [] {
+    const char* forced = std::getenv("IGNIS_FLASH_BWD_KERNEL");
+    if (!flash::wgmma_kernels_chosen() || !forced || std::string_view(forced) != "wgmma_ws") return 1;
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(flash::sm90::flash_backward_ws_kernel<T, D>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          flash::sm90::BackwardWsLayout<D>::kSmemBytes));
+    return 2;
+  }) == 2;
+}
+
 // dout, q, o, dq: [batch, seqlen_q, heads_q, D]; k, v, dk, dv: [batch, seqlen_k, heads_kv, D];
 // lse: [batch, heads_q, seqlen_q] f32.
 template <class T, int D>
@@ -319,8 +335,18 @@ void launch(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& 
       o.data_as<const T>(), dout.data_as<const T>(), delta, args.dq_accum, rows, args.seqlen_q, args.heads_q);
   IGNIS_CHECK_LAUNCH();
   const BackwardKernel main = backward_kernel<T, D>();
-  const dim3 grid(ceil_div(seqlen_k, main.block_n), static_cast<unsigned>(args.heads_kv), static_cast<unsigned>(batch));
-  main.kernel<<<grid, main.threads, main.smem_bytes, s>>>(args);
+  if (main.block_n > 0 && producer_warp_draft_chosen<T, D>()) {
+    using Ws = flash::sm90::BackwardWsLayout<D>;
+    const dim3 grid(ceil_div(seqlen_k, Ws::kBlockN), static_cast<unsigned>(args.heads_kv),
+                    static_cast<unsigned>(batch));
+    flash::sm90::flash_backward_ws_kernel<T, D><<<grid, Ws::kThreads, Ws::kSmemBytes, s>>>(
+        args, flash::tensor_map(q, Ws::kStepM), flash::tensor_map(dout, Ws::kStepM), flash::tensor_map(k, Ws::kBlockN),
+        flash::tensor_map(v, Ws::kBlockN));
+  } else {
+    const dim3 grid(ceil_div(seqlen_k, main.block_n), static_cast<unsigned>(args.heads_kv),
+                    static_cast<unsigned>(batch));
+    main.kernel<<<grid, main.threads, main.smem_bytes, s>>>(args);
+  }
   IGNIS_CHECK_LAUNCH();
   constexpr int kFinishThreads = 256;
   flash_backward_finish_kernel<T><<<ceil_div(rows * D / 8, kFinishThreads), kFinishThreads, 0, s>>>(

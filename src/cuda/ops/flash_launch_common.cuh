@@ -1,6 +1,8 @@
 #pragma once
 // Host code both flash attention launchers share (flash_attention.cu, flash_backward.cu): which kernel family the
-// current device runs, and the mask and score fields of their launch arguments.
+// current device runs, the mask and score fields of their launch arguments, and the Hopper kernels' tensor maps.
+#include <cudaTypedefs.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -8,6 +10,8 @@
 #include "cuda/common/launch.cuh"
 #include "cuda/ops/flash_kernel_common.cuh"
 #include "ignis/attention_params.h"
+#include "ignis/error.h"
+#include "ignis/tensor.h"
 
 namespace ignis::cuda::flash {
 
@@ -32,6 +36,29 @@ void set_score_args(KernelArgs& args, const AttentionParams& params, std::int64_
   args.causal = params.causal;
   args.window_left = window(params.window_left);
   args.window_right = window(params.window_right);
+}
+
+// A 4-D tensor map over t: [batch, rows, heads, D] (dims D, heads, rows, batch innermost first), boxes of 64
+// columns x 1 head x box_rows rows x 1 sequence, 128-byte swizzled; rows past the tensor read as zeros.
+inline CUtensorMap tensor_map(const Tensor& t, int box_rows) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    IGNIS_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(t.size(3)), static_cast<cuuint64_t>(t.size(2)),
+                              static_cast<cuuint64_t>(t.size(1)), static_cast<cuuint64_t>(t.size(0))};
+  const cuuint64_t strides[3] = {dims[0] * 2, dims[0] * dims[1] * 2, dims[0] * dims[1] * dims[2] * 2};  // bytes
+  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  CUtensorMap map{};
+  const CUresult result = encode(
+      &map, t.dtype() == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+      t.data(), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS) throw Error("flash attention: cuTensorMapEncodeTiled failed");
+  return map;
 }
 
 }  // namespace ignis::cuda::flash

@@ -1,0 +1,241 @@
+#pragma once
+// DRAFT, never run on a GPU (session 36 wrote it after the device time was spent): the wgmma backward of
+// flash_backward_sm90.cuh with a producer warp, as session 35 gave the forward. Opt-in by
+// IGNIS_FLASH_BWD_KERNEL=wgmma_ws; the launcher keeps flash_backward_wgmma_kernel otherwise.
+//
+// What changes against flash_backward_wgmma_kernel, and why (PERF_NOTES "# Session 36", "The backward's next step"):
+// - A producer warpgroup (the last; one warp works) copies each step's Q and dout with TMA into a ring of kStages
+//   stages, and its lse and delta with plain loads (32 lanes; a step's 64 floats of a row need not be 16-byte
+//   aligned, which a bulk copy would require). A stage completes on its "full" mbarrier and is handed back on its
+//   "empty" one, which every consumer thread arrives on once the MMAs that read it have completed. The consumers'
+//   address arithmetic and cp.async issue leave their loop.
+// - K and V come once a block by TMA too, on a barrier of their own.
+// - The block-wide __syncthreads of each step go: the consumers meet at one named barrier a step (their dS^T rows
+//   in shared memory before dQ = dS K), and dS^T has two buffers, so a step's stores cannot overwrite rows the
+//   other warpgroup's dQ MMA of the step before still reads (it passed this step's barrier only after that MMA's
+//   wait).
+// - setmaxnreg gives the consumers 240 registers (the kernel without a producer used 253 at D 128).
+// The per-step MMAs, the probabilities and gradients and the dQ atomics are flash_backward_wgmma_kernel's.
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "cuda/ops/flash_backward_common.cuh"
+#include "cuda/ops/flash_wgmma.cuh"
+
+namespace ignis::cuda::flash::sm90 {
+
+template <int D>
+struct BackwardWsLayout {
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = (kConsumers + 1) * 128;
+  static constexpr int kBlockN = kConsumers * 64;        // keys a block
+  static constexpr int kStepM = 64;                      // queries a step
+  static constexpr int kStages = 2;                      // steps of Q, dout, lse and delta in flight
+  static constexpr int kKvBytes = kBlockN * D * 2;       // K or V: D/64 column blocks of kBlockN lines
+  static constexpr int kStepBytes = kStepM * D * 2;      // Q or dout of a step
+  static constexpr int kDsBytes = kBlockN * kStepM * 2;  // one dS^T buffer
+  static constexpr int kStatsBytes = 2 * kStepM * 4;     // a stage's lse, then its delta
+  // K, V, each stage's Q then dout, two dS^T buffers (1024-aligned tiles); each stage's stats; the mbarriers:
+  // K and V's, then each stage's full and empty.
+  static constexpr int kTiles = 2 * kKvBytes + kStages * 2 * kStepBytes + 2 * kDsBytes;
+  static constexpr int kBarriers = 1 + 2 * kStages;
+  static constexpr int kSmemBytes = kTiles + kStages * kStatsBytes + kBarriers * 8 + 1024;
+  static constexpr int kProducerRegisters = 24;
+  static constexpr int kConsumerRegisters = ((65536 - 128 * kProducerRegisters) / (128 * kConsumers)) / 8 * 8;
+};
+
+// grid: (key blocks of 128, heads_kv, batch). q_map, dout_map: box 64 x 1 x kStepM x 1 over q and dout; k_map,
+// v_map: box 64 x 1 x kBlockN x 1 over k and v (flash_launch_common.cuh's tensor_map). Compiled for sm_90a only.
+template <class T, int D>
+__global__ void __launch_bounds__(BackwardWsLayout<D>::kThreads, 1)
+    flash_backward_ws_kernel(const BackwardArgs a, const __grid_constant__ CUtensorMap q_map,
+                             const __grid_constant__ CUtensorMap dout_map, const __grid_constant__ CUtensorMap k_map,
+                             const __grid_constant__ CUtensorMap v_map) {
+#if IGNIS_FLASH_WGMMA
+  using L = BackwardWsLayout<D>;
+  constexpr int kBlockN = L::kBlockN, kStepM = L::kStepM, kStages = L::kStages, kConsumers = L::kConsumers;
+  constexpr int kDqTiles = D / 16;  // dQ columns a warpgroup computes (D / 2), in tiles of 8
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const std::uint32_t smem = (smem_address(smem_raw) + 1023u) & ~1023u;
+  const std::uint32_t s_k = smem, s_v = s_k + L::kKvBytes;
+  const std::uint32_t s_steps = s_v + L::kKvBytes;  // stage i: Q at + 2i kStepBytes, dout at + (2i + 1) kStepBytes
+  const std::uint32_t s_ds = s_steps + kStages * 2 * L::kStepBytes;  // buffer i at + i kDsBytes
+  const std::uint32_t s_stats = smem + L::kTiles;                    // stage i at + i kStatsBytes
+  const std::uint32_t bars = s_stats + kStages * L::kStatsBytes;
+  float* const stats = reinterpret_cast<float*>(smem_raw + (s_stats - smem_address(smem_raw)));
+  const std::uint32_t kv_full = bars;
+  auto full = [&](int step) { return bars + 8 * (1 + step % kStages); };
+  auto empty = [&](int step) { return bars + 8 * (1 + kStages + step % kStages); };
+  auto parity = [](int step) { return (step / kStages) & 1; };
+  auto tile_q = [&](int step) { return s_steps + (step % kStages) * 2 * L::kStepBytes; };
+  auto tile_dout = [&](int step) { return tile_q(step) + L::kStepBytes; };
+
+  const int n0 = blockIdx.x * kBlockN, kv_head = blockIdx.y, b = blockIdx.z;
+  if (threadIdx.x == 0) {
+    mbarrier_init(kv_full, 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(full(s), 1);
+      mbarrier_init(empty(s), 128 * kConsumers);  // every consumer thread arrives (see release)
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  QuerySteps<kBlockN, kStepM> plan;
+  const bool any = plan.plan(a, n0, kv_head);  // uniform over the block
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == kConsumers) {  // the producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(L::kProducerRegisters));
+    if (threadIdx.x >= kConsumers * 128 + 32 || !any) return;
+    const int lane = threadIdx.x % 32;
+    if (lane == 0) {
+      mbarrier_expect_bytes(kv_full, 2 * L::kKvBytes);
+      for (int col = 0; col < D / 64; ++col) {
+        tma_load(s_k + col * kBlockN * 128, &k_map, 64 * col, kv_head, n0, b, kv_full);
+        tma_load(s_v + col * kBlockN * 128, &v_map, 64 * col, kv_head, n0, b, kv_full);
+      }
+    }
+    for (int step = 0; step < plan.steps; ++step) {
+      if (step >= kStages) mbarrier_wait(empty(step), parity(step) ^ 1);
+      const int h = plan.head(step), m0 = plan.m0(step);
+      // lse and delta of the step's rows (0 past seqlen_q: those queries' scores are masked, their dout rows 0).
+      float* const step_stats = stats + (step % kStages) * 2 * kStepM;
+      const long long row0 = (static_cast<long long>(b) * a.heads_q + h) * a.seqlen_q + m0;
+      for (int r = lane; r < kStepM; r += 32) {
+        const bool valid = m0 + r < a.seqlen_q;
+        step_stats[r] = valid ? a.lse[row0 + r] : 0.0f;
+        step_stats[kStepM + r] = valid ? a.delta[row0 + r] : 0.0f;
+      }
+      __syncwarp();  // the lanes' stores before lane 0's arrive releases them
+      if (lane == 0) {
+        mbarrier_expect_bytes(full(step), 2 * L::kStepBytes);
+        for (int col = 0; col < D / 64; ++col) {
+          tma_load(tile_q(step) + col * kStepM * 128, &q_map, 64 * col, h, m0, b, full(step));
+          tma_load(tile_dout(step) + col * kStepM * 128, &dout_map, 64 * col, h, m0, b, full(step));
+        }
+      }
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(L::kConsumerRegisters));
+
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const long long q_stride = static_cast<long long>(a.heads_q) * D;
+  const long long kv_stride = static_cast<long long>(a.heads_kv) * D;
+  const long long kv_head0 = (static_cast<long long>(b) * a.seqlen_k * a.heads_kv + kv_head) * D;
+  T* const dk = static_cast<T*>(a.dk) + kv_head0;
+  T* const dv = static_cast<T*>(a.dv) + kv_head0;
+  const int row0 = n0 + 64 * warpgroup + 16 * warp;  // this warp's first key
+
+  float acc_dk[D / 8][4], acc_dv[D / 8][4];
+  zero_tiles(acc_dk);
+  zero_tiles(acc_dv);
+  if (!any) {  // no query sees these keys: their gradients are zero
+    store_key_rows<T, D>(dk, kv_stride, row0, a.seqlen_k, g, t, acc_dk);
+    store_key_rows<T, D>(dv, kv_stride, row0, a.seqlen_k, g, t, acc_dv);
+    return;
+  }
+  int key_lo[2], key_hi[2];  // the queries that see this lane's keys row0 + g and row0 + g + 8
+#pragma unroll
+  for (int r = 0; r < 2; ++r) queries_of_key(a, row0 + g + 8 * r, key_lo[r], key_hi[r]);
+  // Hands a stage back once this thread's wait has seen the MMAs that read it complete. Every consumer thread
+  // arrives: one lane's arrive makes ptxas serialize the wgmma instructions (C7513; PERF_NOTES "# Session 35").
+  auto release = [](std::uint32_t bar) { mbarrier_arrive(bar); };
+
+  mbarrier_wait(kv_full, 0);
+  for (int step = 0; step < plan.steps; ++step) {
+    const int m0 = plan.m0(step);
+    const std::uint32_t q_tile = tile_q(step), dout_tile = tile_dout(step), ds_tile = s_ds + (step % 2) * L::kDsBytes;
+    mbarrier_wait(full(step), parity(step));
+
+    // S^T = K Q^T and dP^T = V dout^T, as flash_backward_wgmma_kernel.
+    float s[kStepM / 8][4], dp[kStepM / 8][4];
+    fence_accumulators(s);
+    fence_accumulators(dp);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const std::uint32_t kv_at = (kk / 4) * kBlockN * 128 + warpgroup * 64 * 128 + (kk % 4) * 32;
+      const std::uint32_t q_at = (kk / 4) * kStepM * 128 + (kk % 4) * 32;
+      Wgmma<T>::s(s, descriptor(s_k + kv_at, 16, 1024), descriptor(q_tile + q_at, 16, 1024), kk > 0);
+      Wgmma<T>::s(dp, descriptor(s_v + kv_at, 16, 1024), descriptor(dout_tile + q_at, 16, 1024), kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_accumulators(s);
+    fence_accumulators(dp);
+
+    const float* const lse = stats + (step % kStages) * 2 * kStepM;
+    probs_and_grads(s, dp, a, lse, lse + kStepM, m0, t, key_lo, key_hi);
+    std::uint32_t p[kStepM / 16][4], ds[kStepM / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kStepM / 16; ++kk) {
+      pack_p<T>(s, kk, p[kk]);
+      pack_p<T>(dp, kk, ds[kk]);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kStepM / 16; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = row0 - n0 + g + 8 * (e & 1), query = 16 * kk + 8 * (e / 2);
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(ds_tile + swizzled(kBlockN, key, query) + 4 * t),
+                     "r"(ds[kk][e])
+                     : "memory");
+      }
+
+    // dV += P^T dout and dK += dS^T Q, as flash_backward_wgmma_kernel.
+    fence_accumulators(acc_dv);
+    fence_accumulators(acc_dk);
+    fence_fragments(p);
+    fence_fragments(ds);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kStepM / 16; ++kk) {
+      Wgmma<T>::pv(acc_dv, p[kk], descriptor(dout_tile + kk * 16 * 128, kStepM * 128, 1024));
+      Wgmma<T>::pv(acc_dk, ds[kk], descriptor(q_tile + kk * 16 * 128, kStepM * 128, 1024));
+    }
+    wgmma_commit();
+
+    // dQ = dS K over the block's keys once both consumers' dS^T rows are in shared memory (st.shared writes
+    // through the generic proxy, wgmma reads through the async one).
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    named_barrier_sync(1, 128 * kConsumers);
+    float acc_dq[kDqTiles][4];
+    fence_accumulators(acc_dq);
+    wgmma_fence();
+    const std::uint32_t k_cols = D == 128 ? warpgroup * kBlockN * 128 : warpgroup * 64;
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk)
+      WgmmaTransposed<T>::mma(acc_dq, descriptor(ds_tile + kk * 16 * 128, kBlockN * 128, 1024),
+                              descriptor(s_k + k_cols + kk * 16 * 128, kBlockN * 128, 1024), kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_accumulators(acc_dq);
+    fence_accumulators(acc_dv);
+    fence_accumulators(acc_dk);
+    fence_fragments(p);
+    fence_fragments(ds);
+    release(empty(step));  // Q and dout of this step are read
+
+    float* const dq_rows = a.dq_accum + (static_cast<long long>(b) * a.seqlen_q * a.heads_q + plan.head(step)) * D +
+                           warpgroup * (D / 2);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = m0 + 16 * warp + g + 8 * r;
+      if (i >= a.seqlen_q) continue;
+#pragma unroll
+      for (int c = 0; c < kDqTiles; ++c)
+        add_pair(dq_rows + i * q_stride + 8 * c + 2 * t, acc_dq[c][2 * r], acc_dq[c][2 * r + 1]);
+    }
+  }
+
+  store_key_rows<T, D>(dk, kv_stride, row0, a.seqlen_k, g, t, acc_dk);
+  store_key_rows<T, D>(dv, kv_stride, row0, a.seqlen_k, g, t, acc_dv);
+#else
+  __trap();  // a build without sm_90a code for a compute capability 9.0 GPU: fail loudly, never write nothing
+#endif
+}
+
+}  // namespace ignis::cuda::flash::sm90
