@@ -335,7 +335,7 @@ void launch(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& 
       o.data_as<const T>(), dout.data_as<const T>(), delta, args.dq_accum, rows, args.seqlen_q, args.heads_q);
   IGNIS_CHECK_LAUNCH();
   const BackwardKernel main = backward_kernel<T, D>();
-  if (main.block_n > 0 && producer_warp_draft_chosen<T, D>()) {
+  if (producer_warp_draft_chosen<T, D>()) {
     using Ws = flash::sm90::BackwardWsLayout<D>;
     const dim3 grid(ceil_div(seqlen_k, Ws::kBlockN), static_cast<unsigned>(args.heads_kv),
                     static_cast<unsigned>(batch));

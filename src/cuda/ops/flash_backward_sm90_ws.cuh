@@ -97,17 +97,27 @@ __global__ void __launch_bounds__(BackwardWsLayout<D>::kThreads, 1)
       }
     }
     for (int step = 0; step < plan.steps; ++step) {
-      if (step >= kStages) mbarrier_wait(empty(step), parity(step) ^ 1);
       const int h = plan.head(step), m0 = plan.m0(step);
-      // lse and delta of the step's rows (0 past seqlen_q: those queries' scores are masked, their dout rows 0).
-      float* const step_stats = stats + (step % kStages) * 2 * kStepM;
+      // lse and delta of the step's rows (0 past seqlen_q: those queries' scores are masked, their dout rows 0),
+      // read before the stage is free so the loads' latency runs under the wait.
+      constexpr int kPerLane = kStepM / 32;
+      float lse[kPerLane], delta[kPerLane];
       const long long row0 = (static_cast<long long>(b) * a.heads_q + h) * a.seqlen_q + m0;
-      for (int r = lane; r < kStepM; r += 32) {
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        const int r = lane + 32 * i;
         const bool valid = m0 + r < a.seqlen_q;
-        step_stats[r] = valid ? a.lse[row0 + r] : 0.0f;
-        step_stats[kStepM + r] = valid ? a.delta[row0 + r] : 0.0f;
+        lse[i] = valid ? a.lse[row0 + r] : 0.0f;
+        delta[i] = valid ? a.delta[row0 + r] : 0.0f;
       }
-      __syncwarp();  // the lanes' stores before lane 0's arrive releases them
+      if (step >= kStages) mbarrier_wait(empty(step), parity(step) ^ 1);
+      float* const step_stats = stats + (step % kStages) * 2 * kStepM;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        step_stats[lane + 32 * i] = lse[i];
+        step_stats[kStepM + lane + 32 * i] = delta[i];
+      }
+      __syncwarp();  // the lanes' stores before lane 0's arrive releases them (bar.warp.sync orders them)
       if (lane == 0) {
         mbarrier_expect_bytes(full(step), 2 * L::kStepBytes);
         for (int col = 0; col < D / 64; ++col) {
