@@ -316,7 +316,9 @@ void launch(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& 
                     static_cast<unsigned>(batch));
     flash::sm90::flash_backward_wgmma_kernel<T, D><<<grid, Sm90::kThreads, Sm90::kSmemBytes, s>>>(
         args, flash::tensor_map(q, Sm90::kStepM), flash::tensor_map(dout, Sm90::kStepM),
-        flash::tensor_map(k, Sm90::kBlockN), flash::tensor_map(v, Sm90::kBlockN));
+        flash::tensor_map(k, Sm90::kBlockN), flash::tensor_map(v, Sm90::kBlockN),
+        flash::encode_tensor_map(args.dq_accum, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, batch, seqlen_q, heads_q, D, 32,
+                                 Sm90::kStepM));
   } else {
     const dim3 grid(ceil_div(seqlen_k, kBlockN), static_cast<unsigned>(args.heads_kv), static_cast<unsigned>(batch));
     flash_backward_kernel<T, D><<<grid, kThreads, Layout<D>::kSmemBytes, s>>>(args);

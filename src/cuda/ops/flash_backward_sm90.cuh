@@ -18,7 +18,8 @@
 //     dV += P^T dout and dK += dS^T Q: wgmma m64nDk16 with A from registers and B MN-major, as the forward's P V;
 //     dS^T to shared memory; once both consumers' rows are there (one named barrier, no block barrier), dQ = dS K
 //     over the block's 128 keys, each consumer computing half of dQ's columns with A = dS^T read transposed
-//     (MN-major) and B = K MN-major, then fp32 atomics into the accumulator.
+//     (MN-major) and B = K MN-major, then added into the fp32 accumulator through a shared tile by one bulk
+//     reduce-add (TMA) a 32-column box.
 // - dS^T has two buffers, so a step's stores cannot overwrite rows the other consumer's dQ MMA of the step before
 //   still reads (it passed this step's barrier only after that MMA's wait).
 // - setmaxnreg gives the consumers 240 registers and the producer 24.
@@ -41,10 +42,11 @@ struct BackwardLayout {
   static constexpr int kKvBytes = kBlockN * D * 2;       // K or V: D/64 column blocks of kBlockN lines
   static constexpr int kStepBytes = kStepM * D * 2;      // Q or dout of a step
   static constexpr int kDsBytes = kBlockN * kStepM * 2;  // one dS^T buffer
+  static constexpr int kDqBytes = kStepM * (D / 2) * 4;  // a consumer's dQ of a step (fp32)
   static constexpr int kStatsBytes = 2 * kStepM * 4;     // a stage's lse, then its delta
-  // K, V, each stage's Q then dout, two dS^T buffers (1024-aligned tiles); each stage's stats; the mbarriers:
-  // K and V's, then each stage's full and empty.
-  static constexpr int kTiles = 2 * kKvBytes + kStages * 2 * kStepBytes + 2 * kDsBytes;
+  // K, V, each stage's Q then dout, two dS^T buffers, each consumer's dQ (1024-aligned tiles); each stage's stats;
+  // the mbarriers: K and V's, then each stage's full and empty.
+  static constexpr int kTiles = 2 * kKvBytes + kStages * 2 * kStepBytes + 2 * kDsBytes + kConsumers * kDqBytes;
   static constexpr int kBarriers = 1 + 2 * kStages;
   static constexpr int kSmemBytes = kTiles + kStages * kStatsBytes + kBarriers * 8 + 1024;
   static constexpr int kProducerRegisters = 24;
@@ -52,12 +54,13 @@ struct BackwardLayout {
 };
 
 // grid: (key blocks of 128, heads_kv, batch). q_map, dout_map: box 64 x 1 x kStepM x 1 over q and dout; k_map,
-// v_map: box 64 x 1 x kBlockN x 1 over k and v (flash_launch_common.cuh's tensor_map). Compiled for sm_90a only.
+// v_map: box 64 x 1 x kBlockN x 1 over k and v (flash_launch_common.cuh's tensor_map); dq_map: box 32 x 1 x kStepM
+// x 1 over a.dq_accum (fp32 [batch, seqlen_q, heads_q, D]). Compiled for sm_90a only.
 template <class T, int D>
 __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1)
     flash_backward_wgmma_kernel(const BackwardArgs a, const __grid_constant__ CUtensorMap q_map,
-                             const __grid_constant__ CUtensorMap dout_map, const __grid_constant__ CUtensorMap k_map,
-                             const __grid_constant__ CUtensorMap v_map) {
+                                const __grid_constant__ CUtensorMap dout_map, const __grid_constant__ CUtensorMap k_map,
+                                const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap dq_map) {
 #if IGNIS_FLASH_WGMMA
   using L = BackwardLayout<D>;
   constexpr int kBlockN = L::kBlockN, kStepM = L::kStepM, kStages = L::kStages, kConsumers = L::kConsumers;
@@ -67,6 +70,7 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1)
   const std::uint32_t s_k = smem, s_v = s_k + L::kKvBytes;
   const std::uint32_t s_steps = s_v + L::kKvBytes;  // stage i: Q at + 2i kStepBytes, dout at + (2i + 1) kStepBytes
   const std::uint32_t s_ds = s_steps + kStages * 2 * L::kStepBytes;  // buffer i at + i kDsBytes
+  const std::uint32_t s_dq = s_ds + 2 * L::kDsBytes;                 // consumer w's at + w kDqBytes
   const std::uint32_t s_stats = smem + L::kTiles;                    // stage i at + i kStatsBytes
   const std::uint32_t bars = s_stats + kStages * L::kStatsBytes;
   float* const stats = reinterpret_cast<float*>(smem_raw + (s_stats - smem_address(smem_raw)));
@@ -141,7 +145,6 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1)
 
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const long long q_stride = static_cast<long long>(a.heads_q) * D;
   const long long kv_stride = static_cast<long long>(a.heads_kv) * D;
   const long long kv_head0 = (static_cast<long long>(b) * a.seqlen_k * a.heads_kv + kv_head) * D;
   T* const dk = static_cast<T*>(a.dk) + kv_head0;
@@ -163,6 +166,7 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1)
   // arrives: one lane's arrive makes ptxas serialize the wgmma instructions (C7513; PERF_NOTES "# Session 35").
   auto release = [](std::uint32_t bar) { mbarrier_arrive(bar); };
 
+  const bool dq_issuer = threadIdx.x % 128 == 0;
   mbarrier_wait(kv_full, 0);
   for (int step = 0; step < plan.steps; ++step) {
     const int m0 = plan.m0(step);
@@ -220,6 +224,7 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1)
     // dQ = dS K over the block's keys once both consumers' dS^T rows are in shared memory (st.shared writes
     // through the generic proxy, wgmma reads through the async one).
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    if (dq_issuer) bulk_wait_sources_read();  // the step before's dQ reduce has read this consumer's dQ tile
     named_barrier_sync(1, 128 * kConsumers);
     float acc_dq[kDqTiles][4];
     fence_accumulators(acc_dq);
@@ -238,17 +243,32 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1)
     fence_fragments(ds);
     release(empty(step));  // Q and dout of this step are read
 
-    float* const dq_rows = a.dq_accum + (static_cast<long long>(b) * a.seqlen_q * a.heads_q + plan.head(step)) * D +
-                           warpgroup * (D / 2);
+    // dQ through shared memory, then one bulk reduce-add a 32-column box by one thread (L2 adds whole lines; rows
+    // past seqlen_q are skipped) instead of D / 4 scattered float2 atomics a thread. The tile is 128-byte swizzled,
+    // so the 8 rows one store instruction spans land on distinct banks.
+    const std::uint32_t dq_tile = s_dq + warpgroup * L::kDqBytes;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int i = m0 + 16 * warp + g + 8 * r;
-      if (i >= a.seqlen_q) continue;
+      const int row = 16 * warp + g + 8 * r;
 #pragma unroll
-      for (int c = 0; c < kDqTiles; ++c)
-        add_pair(dq_rows + i * q_stride + 8 * c + 2 * t, acc_dq[c][2 * r], acc_dq[c][2 * r + 1]);
+      for (int c = 0; c < kDqTiles; ++c) {
+        const int col = 8 * c + 2 * t;  // of this consumer's D / 2
+        const std::uint32_t at = dq_tile + (col / 32) * kStepM * 128 + row * 128 +
+                                 ((((col % 32) / 4) ^ (row % 8)) << 4) + (col % 4) * 4;
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(acc_dq[c][2 * r]), "f"(acc_dq[c][2 * r + 1])
+                     : "memory");
+      }
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    named_barrier_sync(2 + warpgroup, 128);
+    if (dq_issuer) {
+#pragma unroll
+      for (int box = 0; box < D / 64; ++box)
+        tma_reduce_add(&dq_map, dq_tile + box * kStepM * 128, warpgroup * (D / 2) + 32 * box, plan.head(step), m0, b);
+      bulk_commit();
     }
   }
+  if (dq_issuer) bulk_wait_done();  // the shared tile must outlive the last reduce
 
   store_key_rows<T, D>(dk, kv_stride, row0, a.seqlen_k, g, t, acc_dk);
   store_key_rows<T, D>(dv, kv_stride, row0, a.seqlen_k, g, t, acc_dv);
