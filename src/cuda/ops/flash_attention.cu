@@ -12,7 +12,6 @@
 // A grid too small to fill the GPU splits each tile's keys over several blocks (flash_split_plan.h):
 // each writes its rows' normalized fp32 o and lse, and flash_combine_kernel merges them.
 // See docs/PERF_NOTES.md for the tile sizes and the expected speed.
-#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <array>
@@ -386,29 +385,6 @@ ForwardChoice choose_forward(const Tensor& q, long long plan_seqlen_k, bool caus
   return {kernels[plan.shape], plan.splits};
 }
 
-// A 4-D tensor map over t: [batch, rows, heads, D] (dims D, heads, rows, batch innermost first), boxes of 64
-// columns x 1 head x box_rows rows x 1 sequence, 128-byte swizzled; rows past the tensor read as zeros.
-inline CUtensorMap tensor_map(const Tensor& t, int box_rows) {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    IGNIS_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(t.size(3)), static_cast<cuuint64_t>(t.size(2)),
-                              static_cast<cuuint64_t>(t.size(1)), static_cast<cuuint64_t>(t.size(0))};
-  const cuuint64_t strides[3] = {dims[0] * 2, dims[0] * dims[1] * 2, dims[0] * dims[1] * dims[2] * 2};  // bytes
-  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(box_rows), 1};
-  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
-  CUtensorMap map{};
-  const CUresult result = encode(
-      &map, t.dtype() == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
-      t.data(), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (result != CUDA_SUCCESS) throw Error("flash_attention_forward: cuTensorMapEncodeTiled failed");
-  return map;
-}
-
 // q, o: [batch, seqlen_q, heads_q, D]; k, v: [batch, seqlen_k, heads_kv, D]; lse: [batch, heads_q, seqlen_q] or
 // undefined; seqlens_k: [batch] or null; plan_seqlen_k: the keys to plan the schedule for (0: seqlen_k).
 template <class T, int D>
@@ -462,8 +438,8 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, 
   if (forward.sm90) {
     const auto blocks = static_cast<unsigned>(counted ? forward.resident : units);
     forward.sm90_kernel<<<blocks, forward.threads, forward.smem_bytes, to_cuda(stream)>>>(
-        args, static_cast<int>(units), static_cast<int>(tiles * args.splits), tensor_map(q, forward.block_m),
-        tensor_map(k, forward.block_n), tensor_map(v, forward.block_n));
+        args, static_cast<int>(units), static_cast<int>(tiles * args.splits), flash::tensor_map(q, forward.block_m),
+        flash::tensor_map(k, forward.block_n), flash::tensor_map(v, forward.block_n));
   } else {
     const dim3 grid(static_cast<unsigned>(tiles * args.splits), static_cast<unsigned>(heads),
                     static_cast<unsigned>(batch));

@@ -13,7 +13,7 @@
 //      accumulator with fp32 atomics (the only cross-block sum; its order, and so its rounding, varies).
 //    dK and dV are summed over the group's query heads in registers and written once.
 // 3. finish: dq = the accumulator rounded to T.
-// Compute capability 9.0 runs the wgmma main kernel of flash_backward_sm90.cuh instead (backward_kernel below).
+// Compute capability 9.0 runs the wgmma main kernel of flash_backward_sm90.cuh instead (wgmma_backward_chosen).
 // Shared rows are padded by 16 bytes (load_padded_rows). Fragment layouts: flash_mma.cuh.
 #include <array>
 #include <atomic>
@@ -259,31 +259,23 @@ __global__ void __launch_bounds__(kThreads) flash_backward_kernel(const Backward
   flash::store_key_rows<T, D>(dv, kv_stride, row0, a.seqlen_k, g, t, acc_dv);
 }
 
-// The main kernel a device runs: the wgmma one (flash_backward_sm90.cuh) on compute capability 9.0 unless the
-// environment sets IGNIS_FLASH_KERNEL=mma_sync (as for the forward: the tests use it to cover the mma.sync kernel
-// on Hopper), the mma.sync one elsewhere.
-struct BackwardKernel {
-  void (*kernel)(BackwardArgs);
-  int threads, smem_bytes, block_n;  // block_n: keys a block
-};
-
-// Sets the chosen kernel's shared memory limit once a device (so launches need not).
+// Whether the current device runs the wgmma main kernel (flash_backward_sm90.cuh): compute capability 9.0 unless
+// the environment sets IGNIS_FLASH_KERNEL=mma_sync (as for the forward: the tests use it to cover the mma.sync kernel
+// on Hopper). Sets the chosen kernel's shared memory limit once a device, so launches need not.
 template <class T, int D>
-BackwardKernel backward_kernel() {
+bool wgmma_backward_chosen() {
   static std::array<std::atomic<int>, kCachedDevices> cache{};  // 1: mma.sync, 2: wgmma
-  auto choose = [](bool wgmma) {
-    using Sm90 = flash::sm90::BackwardLayout<D>;
-    return wgmma ? BackwardKernel{flash::sm90::flash_backward_wgmma_kernel<T, D>, Sm90::kThreads, Sm90::kSmemBytes,
-                                  Sm90::kBlockN}
-                 : BackwardKernel{flash_backward_kernel<T, D>, kThreads, Layout<D>::kSmemBytes, kBlockN};
-  };
-  const int cached = once_per_device(cache, [&] {
-    const bool wgmma = flash::wgmma_kernels_chosen();
-    const BackwardKernel k = choose(wgmma);
-    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
-    return wgmma ? 2 : 1;
-  });
-  return choose(cached == 2);
+  return once_per_device(cache, [] {
+    if (flash::wgmma_kernels_chosen()) {
+      IGNIS_CUDA_CHECK(cudaFuncSetAttribute(flash::sm90::flash_backward_wgmma_kernel<T, D>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            flash::sm90::BackwardLayout<D>::kSmemBytes));
+      return 2;
+    }
+    IGNIS_CUDA_CHECK(cudaFuncSetAttribute(flash_backward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          Layout<D>::kSmemBytes));
+    return 1;
+  }) == 2;
 }
 
 // dout, q, o, dq: [batch, seqlen_q, heads_q, D]; k, v, dk, dv: [batch, seqlen_k, heads_kv, D];
@@ -318,9 +310,19 @@ void launch(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& 
   flash_backward_prepare_kernel<T, D><<<ceil_div(rows, kPrepareRowsPerBlock<D>), kPrepareThreads, 0, s>>>(
       o.data_as<const T>(), dout.data_as<const T>(), delta, args.dq_accum, rows, args.seqlen_q, args.heads_q);
   IGNIS_CHECK_LAUNCH();
-  const BackwardKernel main = backward_kernel<T, D>();
-  const dim3 grid(ceil_div(seqlen_k, main.block_n), static_cast<unsigned>(args.heads_kv), static_cast<unsigned>(batch));
-  main.kernel<<<grid, main.threads, main.smem_bytes, s>>>(args);
+  if (wgmma_backward_chosen<T, D>()) {
+    using Sm90 = flash::sm90::BackwardLayout<D>;
+    const dim3 grid(ceil_div(seqlen_k, Sm90::kBlockN), static_cast<unsigned>(args.heads_kv),
+                    static_cast<unsigned>(batch));
+    flash::sm90::flash_backward_wgmma_kernel<T, D><<<grid, Sm90::kThreads, Sm90::kSmemBytes, s>>>(
+        args, flash::tensor_map(q, Sm90::kStepM), flash::tensor_map(dout, Sm90::kStepM),
+        flash::tensor_map(k, Sm90::kBlockN), flash::tensor_map(v, Sm90::kBlockN),
+        flash::encode_tensor_map(args.dq_accum, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, batch, seqlen_q, heads_q, D, 32,
+                                 Sm90::kStepM));
+  } else {
+    const dim3 grid(ceil_div(seqlen_k, kBlockN), static_cast<unsigned>(args.heads_kv), static_cast<unsigned>(batch));
+    flash_backward_kernel<T, D><<<grid, kThreads, Layout<D>::kSmemBytes, s>>>(args);
+  }
   IGNIS_CHECK_LAUNCH();
   constexpr int kFinishThreads = 256;
   flash_backward_finish_kernel<T><<<ceil_div(rows * D / 8, kFinishThreads), kFinishThreads, 0, s>>>(

@@ -225,6 +225,23 @@ __device__ __forceinline__ void tma_load(std::uint32_t dst, const CUtensorMap* m
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(column), "r"(head), "r"(row), "r"(batch), "r"(bar)
       : "memory");
 }
+// Adds the box at shared address `src` into a 4-D tensor map's box in global memory (fp32 adds done by L2; rows
+// past the tensor are skipped), as a bulk async group of the calling thread once committed.
+__device__ __forceinline__ void tma_reduce_add(const CUtensorMap* map, std::uint32_t src, int column, int head,
+                                               int row, int batch) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(
+          reinterpret_cast<std::uint64_t>(map)),
+      "r"(column), "r"(head), "r"(row), "r"(batch), "r"(src)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until the calling thread's committed bulk groups have read their shared sources.
+__device__ __forceinline__ void bulk_wait_sources_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+// Waits until the calling thread's committed bulk groups have completed.
+__device__ __forceinline__ void bulk_wait_done() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 #endif
 
 }  // namespace ignis::cuda::flash::sm90
