@@ -66,6 +66,7 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1)
   constexpr int kBlockN = L::kBlockN, kStepM = L::kStepM, kStages = L::kStages, kConsumers = L::kConsumers;
   constexpr int kDqTiles = D / 16;  // dQ columns a warpgroup computes (D / 2), in tiles of 8
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  // The swizzle is applied to address bits 4-9, so tiles start on 1024-byte boundaries.
   const std::uint32_t smem = (smem_address(smem_raw) + 1023u) & ~1023u;
   const std::uint32_t s_k = smem, s_v = s_k + L::kKvBytes;
   const std::uint32_t s_steps = s_v + L::kKvBytes;  // stage i: Q at + 2i kStepBytes, dout at + (2i + 1) kStepBytes
@@ -173,7 +174,8 @@ __global__ void __launch_bounds__(BackwardLayout<D>::kThreads, 1)
     const std::uint32_t q_tile = tile_q(step), dout_tile = tile_dout(step), ds_tile = s_ds + (step % 2) * L::kDsBytes;
     mbarrier_wait(full(step), parity(step));
 
-    // S^T = K Q^T and dP^T = V dout^T.
+    // S^T = K Q^T and dP^T = V dout^T over D/16 k-steps: k-step kk is 32 bytes into column block kk / 4; the
+    // consumer's 64 key rows start 64 lines into each of K's column blocks.
     float s[kStepM / 8][4], dp[kStepM / 8][4];
     fence_accumulators(s);
     fence_accumulators(dp);

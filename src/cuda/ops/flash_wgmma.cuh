@@ -1,8 +1,8 @@
 #pragma once
 // Hopper's (sm_90a) building blocks of the flash kernels: the 128-byte-swizzled shared tiles wgmma reads, their
 // descriptors, the warpgroup MMA instructions (S = Q K^T from shared memory, O += P V with P in registers, the
-// backward's dQ with both operands transposed), and the asynchronous copies' synchronization (mbarriers, bulk
-// tensor copies, named barriers).
+// backward's dQ with both operands transposed), and the asynchronous copies and their synchronization (mbarriers,
+// bulk tensor copies and reduce-adds, named barriers).
 //
 // Shared tiles use the 128-byte swizzle: a tile of R rows x D columns is D/64 column blocks of R rows x 128
 // bytes, and the 16-byte chunk c of row r sits at chunk c ^ (r % 8) of its 128-byte line. Tiles start on
@@ -25,20 +25,6 @@ namespace ignis::cuda::flash::sm90 {
 __device__ __forceinline__ std::uint32_t swizzled(int rows, int row, int col) {
   const int block = col / 64, chunk = (col % 64) / 8;
   return static_cast<std::uint32_t>(block * rows * 128 + row * 128 + ((chunk ^ (row & 7)) << 4));
-}
-
-// Copies rows [row0, row0 + Rows) of one head into a swizzled tile at shared address `tile`; rows at or past
-// `rows` become zeros. base: [rows, D], rows row_stride elements apart.
-template <class T, int D, int Rows, int Threads>
-__device__ __forceinline__ void load_swizzled(std::uint32_t tile, const T* base, long long row_stride, int row0,
-                                              int rows) {
-  constexpr int kChunks = D / 8;
-  for (int c = threadIdx.x; c < Rows * kChunks; c += Threads) {
-    const int r = c / kChunks, col = (c % kChunks) * 8;
-    const bool valid = row0 + r < rows;
-    const T* src = valid ? base + static_cast<long long>(row0 + r) * row_stride + col : base;
-    cp_async_16(tile + swizzled(Rows, r, col), src, valid);
-  }
 }
 
 // A wgmma shared-memory descriptor with the 128-byte swizzle: start address, leading and stride byte offsets
