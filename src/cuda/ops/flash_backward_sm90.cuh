@@ -10,7 +10,7 @@
 //   completes on its "full" mbarrier and is handed back on its "empty" one, which every consumer thread arrives on
 //   once the MMAs that read it have completed. K and V come once by TMA. So the consumers' loop holds no copies:
 //   session 34's kernel, which copied the next step with cp.async from every thread behind two block barriers a
-//   step, left the tensor cores idle at each step's start (PERF_NOTES "# Session 37": this one is 1.13-1.22x
+//   step, left the tensor cores idle at each step's start (PERF_NOTES "# Session 37": this one is 1.10-1.22x
 //   faster).
 // - Per step and consumer, all from 128-byte-swizzled shared tiles (flash_wgmma.cuh's layout):
 //     S^T = K Q^T and dP^T = V dout^T: wgmma m64n64k16 chains with both operands K-major, as the forward's S;
