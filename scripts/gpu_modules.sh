@@ -2,11 +2,14 @@
 # A/B of Python modules built here, on the lent GPU (device tool, repo root): each NAME=PACK argument is an archive
 # made by scripts/pack_python.sh (for instance on two branches, with IGNIS_PY_PACK naming the output), carried with
 # the device tool. Each is unpacked into its own folder and must import there; then scripts/gpu_knobs.sh runs
-# bench/bench_ops.py under each module (the setting NAME:PYTHONPATH=<its folder>), the modules rotating their places
-# round by round, and prints every (module, round) table with each module's median. Nothing is installed or built on
-# the device: a call takes about a minute.
+# bench/bench_ops.py (or IGNIS_KNOB_SCRIPT's benchmark) under each module (the setting NAME:PYTHONPATH=<its
+# folder>), the modules rotating their places round by round, and prints every (module, round) table with each
+# module's median. Nothing is installed or built on the device: a call takes about a minute (longer with an
+# attention benchmark's sweep).
 #   IGNIS_KNOB_BENCH="--ops layer_norm_backward" IGNIS_KNOB_ROUNDS=3 \
 #     scripts/gpu_modules.sh main=python-main.tar.xz aligned=python-aligned.tar.xz
+#   IGNIS_KNOB_SCRIPT=bench_attention_backward.py IGNIS_KNOB_BENCH="--reps 10" IGNIS_KNOB_ROUNDS=2 \
+#     scripts/gpu_modules.sh main=python-main.tar.xz draft=python-draft.tar.xz
 # Tables and logs go to $OUT (when set) or build/gpu-logs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
