@@ -6,7 +6,7 @@ environment knobs; scripts/gpu_knobs.sh and gpu_modules.sh write them as NAME-rN
 
 Prints one row per shape: each setting's median "ignis" TFLOP/s over its rounds, each setting's median against the
 first setting's, and the median of torch's best backend over every table (the peer, timed in each run too). A
-change of a percent or two reads only across rounds: a single run of these benchmarks moves by about 1%.
+change of a percent or two reads only across rounds: runs of the same code moved by up to 1.5% (session 37).
 """
 import re
 import statistics

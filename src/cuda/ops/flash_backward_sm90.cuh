@@ -49,14 +49,10 @@ struct BackwardLayout {
   static constexpr int kTiles = 2 * kKvBytes + kStages * 2 * kStepBytes + 2 * kDsBytes + kConsumers * kDqBytes;
   static constexpr int kBarriers = 1 + 2 * kStages;
   static constexpr int kSmemBytes = kTiles + kStages * kStatsBytes + kBarriers * 8 + 1024;
-  // Registers a thread after setmaxnreg. The block's pool is what it launched with: ptxas gives each of kThreads
-  // threads 65536 / kThreads rounded down to 8 (168; `-Xptxas -v` reports it), so the counts must fit 64512, not
-  // 65536, or the consumers' setmaxnreg.inc waits forever for registers the pool does not have.
-  static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
+  // Registers a thread after setmaxnreg, within the block's pool of 64512 (flash_wgmma.cuh's register_pool).
   static constexpr int kProducerRegisters = 24;
-  static constexpr int kConsumerRegisters =
-      ((kLaunchRegisters * kThreads - 128 * kProducerRegisters) / (128 * kConsumers)) / 8 * 8;
-  static_assert(128 * (kProducerRegisters + kConsumers * kConsumerRegisters) <= kLaunchRegisters * kThreads);
+  static constexpr int kConsumerRegisters = consumer_registers(kConsumers, kProducerRegisters);
+  static_assert(128 * (kProducerRegisters + kConsumers * kConsumerRegisters) <= register_pool(kConsumers));
 };
 
 // grid: (key blocks of 128, heads_kv, batch). q_map, dout_map: box 64 x 1 x kStepM x 1 over q and dout; k_map,

@@ -45,16 +45,12 @@ struct ForwardShape {
   // empty K and empty V; then each Q buffer's unit index.
   static constexpr int kBarriers = 4 + 4 * Stages;
   static constexpr int kSmemBytes = kTiles + kBarriers * 8 + 2 * 4 + 1024;
-  // Registers a thread after setmaxnreg (ptxas compiles each side for its count; multiples of 8): the producer keeps
-  // 32 with three consumers (they take 160; 152 spill) and 40 with two (they take 232); 24 spill the producer's unit
-  // loop. The block's pool is what it launched with, 65536 / kThreads a thread rounded down to 8 (`-Xptxas -v`
-  // reports it): 65536 with three consumers but 64512 with two, so the counts must fit that, or the consumers'
-  // setmaxnreg.inc waits forever for registers the pool does not have.
-  static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
+  // Registers a thread after setmaxnreg (ptxas compiles each side for its count; the pool: flash_wgmma.cuh's
+  // register_pool): the producer keeps 32 with three consumers (they take 160; 152 spill) and 40 with two (they
+  // take 232); 24 spill the producer's unit loop.
   static constexpr int kProducerRegisters = Consumers == 3 ? 32 : 40;
-  static constexpr int kConsumerRegisters =
-      ((kLaunchRegisters * kThreads - 128 * kProducerRegisters) / (128 * Consumers)) / 8 * 8;
-  static_assert(128 * (kProducerRegisters + Consumers * kConsumerRegisters) <= kLaunchRegisters * kThreads);
+  static constexpr int kConsumerRegisters = consumer_registers(Consumers, kProducerRegisters);
+  static_assert(128 * (kProducerRegisters + Consumers * kConsumerRegisters) <= register_pool(Consumers));
 };
 
 // Unit `unit` of the work list, in the order of the non-persistent grid: query tiles innermost (the longest

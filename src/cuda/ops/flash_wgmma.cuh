@@ -21,6 +21,18 @@
 
 namespace ignis::cuda::flash::sm90 {
 
+// The block's register pool of a warp-specialized kernel of `consumers` consumer warpgroups and one producer
+// warpgroup: what it launched with, 65536 / threads a thread rounded down to 8 (`-Xptxas -v` reports it): 65536 with
+// three consumers, 64512 with two. setmaxnreg counts must fit it, or the consumers' setmaxnreg.inc waits forever.
+constexpr int register_pool(int consumers) {
+  const int threads = (consumers + 1) * 128;
+  return 65536 / threads / 8 * 8 * threads;
+}
+// Registers each consumer thread may take once the producer's drop to `producer` (a multiple of 8).
+constexpr int consumer_registers(int consumers, int producer) {
+  return (register_pool(consumers) - 128 * producer) / (128 * consumers) / 8 * 8;
+}
+
 // Byte offset of element (row, col) of a swizzled tile of `rows` rows (col a multiple of 8).
 __device__ __forceinline__ std::uint32_t swizzled(int rows, int row, int col) {
   const int block = col / 64, chunk = (col % 64) / 8;
